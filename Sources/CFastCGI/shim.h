@@ -1,0 +1,19 @@
+#ifndef TIDEWAY_CFASTCGI_SHIM_H
+#define TIDEWAY_CFASTCGI_SHIM_H
+#include <fcgiapp.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <signal.h>
+
+/* libfcgi keeps a pointer back to the request: it must live at a stable heap address. */
+static inline FCGX_Request *tw_fcgx_request_new(int listen_fd) {
+    FCGX_Request *r = (FCGX_Request *)calloc(1, sizeof(FCGX_Request));
+    if (r) FCGX_InitRequest(r, listen_fd, 0);
+    return r;
+}
+static inline void tw_fcgx_request_free(FCGX_Request *r) { free(r); }
+static inline FCGX_Stream *tw_fcgx_in(FCGX_Request *r) { return r->in; }
+static inline FCGX_Stream *tw_fcgx_out(FCGX_Request *r) { return r->out; }
+static inline FCGX_ParamArray tw_fcgx_envp(FCGX_Request *r) { return r->envp; }
+static inline int tw_fcgx_ipc_fd(FCGX_Request *r) { return r->ipcFd; }
+#endif
