@@ -1,0 +1,142 @@
+import CLibPQ
+import Foundation
+
+/// One libpq connection, always in pipeline mode: the statements of a step are sent
+/// together and answered in one round trip. Not thread-safe; each FastCGI thread
+/// borrows one from the pool for the length of a request.
+public final class Connection {
+    private var conn: OpaquePointer?
+    public let conninfo: String
+
+    public init(conninfo: String) throws(DatabaseError) {
+        self.conninfo = conninfo
+        conn = PQconnectdb(conninfo)
+        guard let conn, PQstatus(conn) == CONNECTION_OK else {
+            let detail = conn.map { String(cString: PQerrorMessage($0)) } ?? "out of memory"
+            PQfinish(conn)
+            self.conn = nil
+            throw DatabaseError(kind: .unavailable, detail: detail)
+        }
+        guard PQenterPipelineMode(conn) == 1 else {
+            throw DatabaseError(kind: .protocolViolation, detail: "cannot enter pipeline mode")
+        }
+    }
+
+    deinit { PQfinish(conn) }
+
+    /// False once the server went away: the pool drops the connection and opens a new one.
+    public var isHealthy: Bool { conn.map { PQstatus($0) == CONNECTION_OK } ?? false }
+
+    /// True when the last pipeline left an open transaction block.
+    var inTransaction: Bool {
+        guard let conn else { return false }
+        let status = PQtransactionStatus(conn)
+        return status == PQTRANS_INTRANS || status == PQTRANS_INERROR
+    }
+
+    /// Sends the statements and one sync, then reads every answer. If one fails, the rest
+    /// of the pipeline is skipped by the server and the first failure is thrown.
+    public func pipeline(_ statements: [SQL]) throws(DatabaseError) -> [QueryResult] {
+        guard let conn, PQstatus(conn) == CONNECTION_OK else {
+            throw DatabaseError(kind: .unavailable, detail: "connection lost")
+        }
+        for statement in statements {
+            guard send(statement, on: conn) else { throw lost(conn) }
+        }
+        guard PQpipelineSync(conn) == 1 else { throw lost(conn) }
+
+        var results: [QueryResult] = []
+        var failure: DatabaseError?
+        for index in statements.indices {
+            // Each statement's answer is one or more results followed by a NULL.
+            while let result = PQgetResult(conn) {
+                defer { PQclear(result) }
+                switch PQresultStatus(result) {
+                case PGRES_TUPLES_OK, PGRES_COMMAND_OK, PGRES_EMPTY_QUERY:
+                    results.append(QueryResult(result))
+                case PGRES_PIPELINE_ABORTED:
+                    break
+                default:
+                    if failure == nil { failure = Self.error(from: result, index: index) }
+                }
+            }
+            if !isHealthy { throw lost(conn) }
+        }
+        // Drain to the sync point so the connection is ready for the next pipeline.
+        while true {
+            guard let result = PQgetResult(conn) else {
+                if !isHealthy { throw lost(conn) }
+                continue
+            }
+            let status = PQresultStatus(result)
+            PQclear(result)
+            if status == PGRES_PIPELINE_SYNC { break }
+        }
+        if let failure { throw failure }
+        return results
+    }
+
+    /// One statement on its own (migrations, health checks).
+    @discardableResult
+    public func execute(_ statement: SQL) throws(DatabaseError) -> QueryResult {
+        try pipeline([statement])[0]
+    }
+
+    /// Runs statements that have no parameters as one simple-protocol script (migration files).
+    /// Leaves pipeline mode for the duration: multi-statement strings are not allowed in it.
+    public func executeScript(_ script: String) throws(DatabaseError) {
+        guard let conn else { throw DatabaseError(kind: .unavailable, detail: "no connection") }
+        PQexitPipelineMode(conn)
+        defer { PQenterPipelineMode(conn) }
+        guard let result = PQexec(conn, script) else { throw lost(conn) }
+        defer { PQclear(result) }
+        let status = PQresultStatus(result)
+        if status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK && status != PGRES_EMPTY_QUERY {
+            throw Self.error(from: result, index: 0)
+        }
+    }
+
+    /// The socket, for LISTEN: readable when a notification may have arrived.
+    public var socket: Int32 { conn.map { PQsocket($0) } ?? -1 }
+
+    /// Reads pending input and returns the notifications received (channel, payload).
+    public func notifications() throws(DatabaseError) -> [(channel: String, payload: String)] {
+        guard let conn, PQconsumeInput(conn) == 1 else { throw DatabaseError(kind: .unavailable, detail: "connection lost") }
+        var out: [(String, String)] = []
+        while let notify = PQnotifies(conn) {
+            out.append((String(cString: notify.pointee.relname), String(cString: notify.pointee.extra)))
+            PQfreemem(notify)
+        }
+        return out
+    }
+
+    private func send(_ statement: SQL, on conn: OpaquePointer) -> Bool {
+        let binds = statement.binds
+        // strdup'd copies keep the C strings alive for the call.
+        let cValues: [UnsafeMutablePointer<CChar>?] = binds.map { $0.flatMap { strdup($0) } }
+        defer { cValues.forEach { free($0) } }
+        return cValues.withUnsafeBufferPointer { values in
+            values.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: max(binds.count, 1)) { pointer in
+                PQsendQueryParams(conn, statement.text, Int32(binds.count), nil, binds.isEmpty ? nil : pointer, nil, nil, 0) == 1
+            }
+        }
+    }
+
+    private func lost(_ conn: OpaquePointer) -> DatabaseError {
+        DatabaseError(kind: .unavailable, detail: String(cString: PQerrorMessage(conn)))
+    }
+
+    static func error(from result: OpaquePointer, index: Int) -> DatabaseError {
+        func field(_ code: Int32) -> String? {
+            PQresultErrorField(result, code).map { String(cString: $0) }
+        }
+        let state = field(Int32(UInt8(ascii: "C")))
+        let message = field(Int32(UInt8(ascii: "M"))) ?? String(cString: PQresultErrorMessage(result))
+        let hint = field(Int32(UInt8(ascii: "H")))
+        // Class 08 is connection trouble; 57P0x the server shutting down.
+        let unavailable = state.map { $0.hasPrefix("08") || $0.hasPrefix("57P") } ?? false
+        return DatabaseError(
+            kind: unavailable ? .unavailable : .query, sqlState: state, detail: message, statementIndex: index,
+            constraint: hint)
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+
+/// The process's database connections. Threads borrow one per request; a broken one is
+/// dropped and replaced on the next borrow, so workers survive a PostgreSQL restart
+/// without being restarted themselves.
+///
+/// `@unchecked Sendable`: every stored property below `condition` is read and written
+/// only while `condition` is locked, and a connection is used by one thread at a time
+/// (it moves from the pool to a borrower and back under that lock).
+public final class ConnectionPool: @unchecked Sendable {
+    private let conninfo: String
+    private let capacity: Int
+    private let condition = NSCondition()
+    private var idle: [Connection] = []
+    private var open = 0
+
+    public init(conninfo: String, capacity: Int) {
+        self.conninfo = conninfo
+        self.capacity = max(1, capacity)
+    }
+
+    /// Borrows a connection for `body`; waits while all are in use.
+    public func withConnection<T>(_ body: (Connection) throws -> T) throws -> T {
+        let connection = try borrow()
+        defer { giveBack(connection) }
+        return try body(connection)
+    }
+
+    private func borrow() throws(DatabaseError) -> Connection {
+        condition.lock()
+        while idle.isEmpty && open >= capacity { condition.wait() }
+        if let connection = idle.popLast() {
+            if connection.isHealthy {
+                condition.unlock()
+                return connection
+            }
+            open -= 1
+        }
+        open += 1
+        condition.unlock()
+        do {
+            return try Connection(conninfo: conninfo)
+        } catch {
+            condition.lock()
+            open -= 1
+            condition.signal()
+            condition.unlock()
+            throw error
+        }
+    }
+
+    private func giveBack(_ connection: Connection) {
+        condition.lock()
+        if connection.isHealthy && !connection.inTransaction {
+            idle.append(connection)
+        } else {
+            open -= 1
+        }
+        condition.signal()
+        condition.unlock()
+    }
+}

@@ -1,0 +1,126 @@
+/// A statement whose interpolated values are always bound parameters: `"... where id = \(id)"`
+/// becomes `... where id = $1` with `id` sent apart from the text. Raw SQL must be spelled
+/// `\(unsafeSQL: ...)`, which is reserved for identifiers and fragments the code itself owns.
+public struct SQL: Sendable, ExpressibleByStringInterpolation, CustomStringConvertible {
+    public private(set) var text: String
+    public private(set) var binds: [String?]
+
+    public init(stringLiteral value: String) {
+        text = value
+        binds = []
+    }
+
+    public init(stringInterpolation: Interpolation) {
+        text = stringInterpolation.text
+        binds = stringInterpolation.binds
+    }
+
+    public init(unsafeSQL text: String, binds: [String?] = []) {
+        self.text = text
+        self.binds = binds
+    }
+
+    public struct Interpolation: StringInterpolationProtocol {
+        var text = ""
+        var binds: [String?] = []
+
+        public init(literalCapacity: Int, interpolationCount: Int) {
+            text.reserveCapacity(literalCapacity + interpolationCount * 3)
+        }
+
+        public mutating func appendLiteral(_ literal: String) { text += literal }
+
+        public mutating func appendInterpolation(_ value: some SQLValue) {
+            binds.append(value.sqlText)
+            text += "$\(binds.count)"
+        }
+
+        public mutating func appendInterpolation(_ value: (some SQLValue)?) {
+            binds.append(value?.sqlText)
+            text += "$\(binds.count)"
+        }
+
+        /// Splices another statement, renumbering its parameters.
+        public mutating func appendInterpolation(_ fragment: SQL) {
+            text += SQL.renumber(fragment.text, offset: binds.count)
+            binds += fragment.binds
+        }
+
+        public mutating func appendInterpolation(unsafeSQL raw: String) { text += raw }
+    }
+
+    public static func + (lhs: SQL, rhs: SQL) -> SQL {
+        SQL(unsafeSQL: lhs.text + renumber(rhs.text, offset: lhs.binds.count), binds: lhs.binds + rhs.binds)
+    }
+
+    /// Joins fragments with a separator, renumbering parameters.
+    public static func join(_ parts: [SQL], separator: String) -> SQL {
+        var result = SQL(unsafeSQL: "")
+        for (index, part) in parts.enumerated() {
+            if index > 0 { result = result + SQL(unsafeSQL: separator) }
+            result = result + part
+        }
+        return result
+    }
+
+    /// Shifts `$n` placeholders of a fragment by `offset`. Only our own statement texts
+    /// go through here; `$` inside string literals is not used in them.
+    static func renumber(_ text: String, offset: Int) -> String {
+        guard offset > 0, text.contains("$") else { return text }
+        var out = ""
+        var digits = ""
+        var inPlaceholder = false
+        for ch in text {
+            if inPlaceholder {
+                if ch.isASCII && ch.isNumber {
+                    digits.append(ch)
+                    continue
+                }
+                out += digits.isEmpty ? "$" : "$\(Int(digits)! + offset)"
+                inPlaceholder = false
+                digits = ""
+            }
+            if ch == "$" { inPlaceholder = true } else { out.append(ch) }
+        }
+        if inPlaceholder { out += digits.isEmpty ? "$" : "$\(Int(digits)! + offset)" }
+        return out
+    }
+
+    public var description: String { text }
+}
+
+/// A value that can be bound as a parameter, in PostgreSQL's text format.
+public protocol SQLValue: Sendable {
+    var sqlText: String { get }
+}
+
+extension String: SQLValue { public var sqlText: String { self } }
+extension Substring: SQLValue { public var sqlText: String { String(self) } }
+extension Int: SQLValue { public var sqlText: String { String(self) } }
+extension Int64: SQLValue { public var sqlText: String { String(self) } }
+extension Int32: SQLValue { public var sqlText: String { String(self) } }
+extension Double: SQLValue { public var sqlText: String { "\(self)" } }
+extension Bool: SQLValue { public var sqlText: String { self ? "t" : "f" } }
+
+/// A text[] parameter (`= any(\(list))`).
+extension Array: SQLValue where Element == String {
+    public var sqlText: String {
+        "{" + map { "\"" + $0.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"") + "\"" }.joined(separator: ",") + "}"
+    }
+}
+
+/// Bytes bound as bytea (hex format).
+public struct SQLBytes: SQLValue {
+    public let bytes: [UInt8]
+    public init(_ bytes: [UInt8]) { self.bytes = bytes }
+    public var sqlText: String {
+        let hex: [Character] = Array("0123456789abcdef")
+        var s = "\\x"
+        s.reserveCapacity(2 + bytes.count * 2)
+        for b in bytes {
+            s.append(hex[Int(b >> 4)])
+            s.append(hex[Int(b & 15)])
+        }
+        return s
+    }
+}

@@ -1,0 +1,90 @@
+/// One transaction of one request. The opening statements (BEGIN and the caller's claims)
+/// are not sent on their own: they ride with the first query, so a request that reads
+/// one thing costs one round trip (two with the commit, one with `query(_:thenCommit:)`).
+public final class Transaction {
+    let connection: Connection
+    private var pending: [SQL]
+    private var openingCount: Int
+    fileprivate(set) var finished = false
+
+    init(connection: Connection, opening: [SQL]) {
+        self.connection = connection
+        self.pending = opening
+        self.openingCount = opening.count
+    }
+
+    /// Results of the opening statements (e.g. the claims function's answer), once sent.
+    public private(set) var openingResults: [QueryResult] = []
+    /// The answer of the last statement sent.
+    public private(set) var lastResult: QueryResult?
+
+    public func query(_ statement: SQL) throws(DatabaseError) -> QueryResult {
+        try queries([statement]).last!
+    }
+
+    /// Several statements in one round trip.
+    public func queries(_ statements: [SQL]) throws(DatabaseError) -> [QueryResult] {
+        precondition(!finished, "transaction already finished")
+        let batch = pending + statements
+        pending = []
+        let results: [QueryResult]
+        do {
+            results = try connection.pipeline(batch)
+        } catch var error {
+            if let i = error.statementIndex { error.statementIndex = i - openingCount }
+            openingCount = 0
+            throw error
+        }
+        lastResult = results.last
+        if openingCount > 0 {
+            openingResults = Array(results.prefix(openingCount))
+            openingCount = 0
+        }
+        return Array(results.suffix(statements.count))
+    }
+
+    /// The last statement of a transaction and its commit in one round trip.
+    public func query(_ statement: SQL, thenCommit: Bool) throws(DatabaseError) -> QueryResult {
+        guard thenCommit else { return try query(statement) }
+        let results = try queries([statement, "commit"])
+        finished = true
+        return results[0]
+    }
+
+    /// Sends what is still pending (the opening, if nothing was asked) so that its
+    /// answers can be checked even when the body had nothing to read.
+    public func flushOpening() throws(DatabaseError) {
+        if !pending.isEmpty { _ = try queries([]) }
+    }
+
+    func commit() throws(DatabaseError) {
+        guard !finished else { return }
+        _ = try queries(["commit"])
+        finished = true
+    }
+
+    func rollback() {
+        finished = true
+        pending = []
+        if connection.inTransaction { _ = try? connection.pipeline(["rollback"]) }
+    }
+}
+
+extension Connection {
+    /// Runs `body` in one transaction whose first statements are `opening` (after BEGIN).
+    /// Any error rolls back; a clean return commits.
+    public func transaction<T>(
+        readOnly: Bool = false, opening: [SQL] = [], _ body: (Transaction) throws -> T
+    ) throws -> T {
+        let begin: SQL = readOnly ? "begin read only" : "begin"
+        let tx = Transaction(connection: self, opening: [begin] + opening)
+        do {
+            let value = try body(tx)
+            try tx.commit()
+            return value
+        } catch {
+            tx.rollback()
+            throw error
+        }
+    }
+}

@@ -1,0 +1,129 @@
+import CFastCGI
+import Foundation
+import Synchronization
+
+/// A threaded FastCGI server: N threads, each with its own `FCGX_Request` and its own
+/// per-thread state (a database connection), accepting on one listening socket.
+///
+/// SIGTERM: stop accepting, finish the requests in hand, exit. libfcgi's own handler
+/// only sets a flag that threads blocked in `accept()` never see, so signals are taken
+/// by a dedicated `sigwait` thread which shuts the listening socket down (waking every
+/// accept) and waits for the requests in hand.
+public final class FastCGIServer: Sendable {
+    public typealias Handler = @Sendable (HTTPRequest) -> HTTPResponse
+
+    private let listenFD: Int32
+    private let threads: Int
+    private let inFlight = Mutex(0)
+    private let stopping = Atomic<Bool>(false)
+
+    public init(listenFD: Int32, threads: Int) {
+        self.listenFD = listenFD
+        self.threads = max(1, threads)
+    }
+
+    /// Runs until SIGTERM or SIGINT; returns after the requests in hand are answered
+    /// (or `drainSeconds` passed). `makeHandler` runs once on each thread so the
+    /// handler can own thread-local state.
+    public func run(drainSeconds: Double = 10, makeHandler: @escaping @Sendable () -> Handler) {
+        signal(SIGPIPE, SIG_IGN)
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        sigaddset(&signals, SIGTERM)
+        sigaddset(&signals, SIGINT)
+        // Blocked here, inherited by every thread started below, taken by sigwait.
+        pthread_sigmask(SIG_BLOCK, &signals, nil)
+        FCGX_Init()
+
+        for index in 0..<threads {
+            let thread = Thread { [self] in self.serve(makeHandler: makeHandler) }
+            thread.name = "fcgi-\(index)"
+            thread.stackSize = 1 << 20
+            thread.start()
+        }
+
+        var received: Int32 = 0
+        sigwait(&signals, &received)
+        stopping.store(true, ordering: .sequentiallyConsistent)
+        FCGX_ShutdownPending()
+        shutdown(listenFD, Int32(SHUT_RDWR))
+        // Threads parked on nginx's kept-alive connections hold no request: do not wait for them.
+        let deadline = Date().addingTimeInterval(drainSeconds)
+        while inFlight.withLock({ $0 }) > 0 && Date() < deadline { usleep(10_000) }
+    }
+
+    public var isStopping: Bool { stopping.load(ordering: .relaxed) }
+
+    private func serve(makeHandler: @Sendable () -> Handler) {
+        let handler = makeHandler()
+        guard let request = tw_fcgx_request_new(listenFD) else { return }
+        while !isStopping {
+            guard FCGX_Accept_r(request) >= 0 else {
+                if isStopping { break }
+                usleep(1000)
+                continue
+            }
+            inFlight.withLock { $0 += 1 }
+            answer(request, with: handler)
+            FCGX_Finish_r(request)
+            inFlight.withLock { $0 -= 1 }
+        }
+    }
+
+    private func answer(_ raw: UnsafeMutablePointer<FCGX_Request>, with handler: Handler) {
+        let params = Self.params(of: raw)
+        let input = tw_fcgx_in(raw)
+        let length = params["CONTENT_LENGTH"].flatMap { Int($0) }
+        let body = RequestBody(declaredLength: length) { buffer in
+            Int(FCGX_GetStr(buffer.baseAddress!.assumingMemoryBound(to: CChar.self), Int32(buffer.count), input))
+        }
+        let request = HTTPRequest(params: params, body: body)
+        let response = handler(request)
+        let writer = StreamWriter(stream: tw_fcgx_out(raw))
+        writer.write(response.head())
+        switch response.body {
+        case .bytes(let bytes):
+            writer.write(bytes)
+        case .stream(let produce):
+            // The head is out already; a failure now can only cut the body short.
+            try? produce(writer)
+        }
+    }
+
+    private static func params(of request: UnsafeMutablePointer<FCGX_Request>) -> [String: String] {
+        var params: [String: String] = [:]
+        guard var cursor = tw_fcgx_envp(request) else { return params }
+        while let entry = cursor.pointee {
+            let pair = String(cString: entry)
+            if let eq = pair.firstIndex(of: "=") {
+                params[String(pair[..<eq])] = String(pair[pair.index(after: eq)...])
+            }
+            cursor += 1
+        }
+        return params
+    }
+}
+
+/// Writes to libfcgi's output stream; `false` once the peer has gone.
+final class StreamWriter: BodyWriter {
+    private let stream: UnsafeMutablePointer<FCGX_Stream>?
+    private var failed = false
+
+    init(stream: UnsafeMutablePointer<FCGX_Stream>?) { self.stream = stream }
+
+    @discardableResult
+    func write(_ bytes: [UInt8]) -> Bool {
+        guard !failed, !bytes.isEmpty else { return !failed }
+        let written = bytes.withUnsafeBytes {
+            FCGX_PutStr($0.baseAddress!.assumingMemoryBound(to: CChar.self), Int32($0.count), stream)
+        }
+        if written < 0 { failed = true }
+        return !failed
+    }
+
+    @discardableResult
+    func flush() -> Bool {
+        if !failed && FCGX_FFlush(stream) < 0 { failed = true }
+        return !failed
+    }
+}

@@ -1,0 +1,31 @@
+import CFastCGI
+import Foundation
+
+/// Where the worker's FastCGI socket comes from: systemd socket activation (`LISTEN_FDS`,
+/// first descriptor 3) or a unix socket path the worker opens itself.
+public enum Listener {
+    public enum Failure: Error, CustomStringConvertible {
+        case noSocket, openFailed(String)
+        public var description: String {
+            switch self {
+            case .noSocket: "no socket: set TIDEWAY_SOCKET or start under systemd socket activation"
+            case .openFailed(let path): "cannot listen on \(path)"
+            }
+        }
+    }
+
+    public static func open(environment: [String: String], backlog: Int32 = 128) throws -> Int32 {
+        if let fds = environment["LISTEN_FDS"], Int(fds) ?? 0 >= 1 {
+            // LISTEN_PID names the process the sockets are for; a child started by us must not take them.
+            if let pid = environment["LISTEN_PID"], Int32(pid) != getpid() { throw Failure.noSocket }
+            return 3
+        }
+        guard let path = environment["TIDEWAY_SOCKET"], !path.isEmpty else { throw Failure.noSocket }
+        unlink(path)
+        let fd = FCGX_OpenSocket(path, backlog)
+        guard fd >= 0 else { throw Failure.openFailed(path) }
+        // nginx connects as another user in production; the socket's folder guards access.
+        chmod(path, 0o660)
+        return fd
+    }
+}

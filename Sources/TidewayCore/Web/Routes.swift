@@ -1,0 +1,9 @@
+/// Every route of the product, by capability.
+public enum Routes {
+    public static func all(_ router: inout Router) {
+        HealthRoutes.register(&router)
+        AuthRoutes.register(&router)
+        LoginPages.register(&router)
+        HomePage.register(&router)
+    }
+}

@@ -1,0 +1,16 @@
+import FastCGI
+import Foundation
+import TidewayCore
+
+// The worker only wires things: configuration, the socket, the application, the threads.
+let config = Config()
+do {
+    let listenFD = try Listener.open(environment: ProcessInfo.processInfo.environment)
+    let app = try App.start(config: config)
+    Log.info("worker \(getpid()) serving with \(config.threads) threads")
+    FastCGIServer(listenFD: listenFD, threads: config.threads).run { { request in app.handle(request) } }
+    Log.info("worker \(getpid()) stopped")
+} catch {
+    Log.error("worker cannot start: \(error)")
+    exit(1)
+}

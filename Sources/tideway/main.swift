@@ -1,0 +1,76 @@
+import ArgumentParser
+import Database
+import Foundation
+import TidewayCore
+
+/// The operator's tool: migrations, accounts, demo data, maintenance.
+@main
+struct Tideway: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tideway",
+        abstract: "Tideway's command-line tool.",
+        subcommands: [Migrate.self, CreateUser.self, SeedDemo.self])
+}
+
+/// Options every command that talks to PostgreSQL as the administrator shares.
+struct AdminDatabase: ParsableArguments {
+    @Option(help: "libpq connection string of a superuser (default: $TIDEWAY_ADMIN_DATABASE).")
+    var database: String?
+
+    @Option(help: "The folder with Migrations/ and Data/ (default: $TIDEWAY_HOME or the current folder).")
+    var home: String?
+
+    func connect() throws -> Connection {
+        let env = ProcessInfo.processInfo.environment
+        guard let conninfo = database ?? env["TIDEWAY_ADMIN_DATABASE"] else {
+            throw ValidationError("set --database or TIDEWAY_ADMIN_DATABASE")
+        }
+        return try Connection(conninfo: conninfo)
+    }
+
+    var homeFolder: String {
+        home ?? ProcessInfo.processInfo.environment["TIDEWAY_HOME"] ?? FileManager.default.currentDirectoryPath
+    }
+}
+
+struct Migrate: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Apply new migrations (safe to run again).")
+    @OptionGroup var admin: AdminDatabase
+
+    func run() throws {
+        let applied = try Migrator(connection: admin.connect(), directory: admin.homeFolder + "/Migrations").migrate()
+        print(applied.isEmpty ? "migrations: up to date" : "migrations applied: " + applied.joined(separator: ", "))
+    }
+}
+
+struct CreateUser: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Create a user (or update the one with that email).")
+    @OptionGroup var admin: AdminDatabase
+    @Option var email: String
+    @Option(help: "The password; read from $TIDEWAY_PASSWORD when omitted.") var password: String?
+    @Option var role: String = "officer"
+    @Option var agency: String?
+    @Option var firstName: String = ""
+    @Option var lastName: String = ""
+
+    func run() throws {
+        guard let role = Role(rawValue: role) else { throw ValidationError("role: officer, agencyAdmin or globalAdmin") }
+        guard let password = password ?? ProcessInfo.processInfo.environment["TIDEWAY_PASSWORD"], password.count >= 8 else {
+            throw ValidationError("a password of at least 8 characters is required")
+        }
+        let user = Accounts.NewUser(email: email, password: password, firstName: firstName, lastName: lastName, agency: agency, role: role)
+        let id = try admin.connect().transaction { tx in try Accounts.create(user, in: tx, updateExisting: true) }
+        print("user \(email): \(id)")
+    }
+}
+
+struct SeedDemo: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Load the demo agencies, users and data (idempotent).")
+    @OptionGroup var admin: AdminDatabase
+    @Option(help: "Boarding reports to generate per agency.") var reports: Int = 500
+
+    func run() throws {
+        let summary = try DemoSeeder(connection: admin.connect(), dataDirectory: admin.homeFolder + "/Data").seed(reportsPerAgency: reports)
+        print(summary)
+    }
+}
