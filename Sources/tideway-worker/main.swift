@@ -1,0 +1,1 @@
+// Placeholder entry point: the worker lands on merge.

@@ -1,0 +1,1 @@
+// Placeholder entry point: the admin CLI lands on merge.

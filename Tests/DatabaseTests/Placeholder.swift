@@ -1,0 +1,6 @@
+import Database
+import Testing
+
+@Test func databaseModuleLinks() {
+    #expect(DatabaseModule.name == "Database")
+}
