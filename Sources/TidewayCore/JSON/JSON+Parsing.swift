@@ -1,0 +1,227 @@
+extension JSON {
+    /// Parses one strict RFC 8259 JSON text from UTF-8 bytes.
+    public init(parsing bytes: UnsafeRawBufferPointer, limits: JSONLimits = .init()) throws(JSONParseError) {
+        var parser = JSONParser(bytes: bytes.assumingMemoryBound(to: UInt8.self), limits: limits)
+        self = try parser.parseDocument()
+    }
+
+    /// Parses one strict RFC 8259 JSON text from UTF-8 bytes (`[UInt8]`, `ArraySlice`, `Data` ...).
+    public init(parsing bytes: some Collection<UInt8>, limits: JSONLimits = .init()) throws(JSONParseError) {
+        // Closures handed to `withContiguousStorageIfAvailable` cannot throw a typed error through
+        // it, so the outcome travels as a Result.
+        let parse = { (buffer: UnsafeBufferPointer<UInt8>) -> Result<JSON, JSONParseError> in
+            var parser = JSONParser(bytes: buffer, limits: limits)
+            do throws(JSONParseError) { return .success(try parser.parseDocument()) } catch { return .failure(error) }
+        }
+        let outcome = bytes.withContiguousStorageIfAvailable(parse) ?? Array(bytes).withUnsafeBufferPointer(parse)
+        self = try outcome.get()
+    }
+
+    /// Parses one strict RFC 8259 JSON text.
+    public init(parsing text: String, limits: JSONLimits = .init()) throws(JSONParseError) {
+        var text = text
+        text.makeContiguousUTF8()
+        try self.init(parsing: text.utf8, limits: limits)
+    }
+}
+
+/// A recursive-descent parser over raw UTF-8 bytes. Recursion is bounded by `limits.maxDepth`,
+/// which is what keeps a hostile `[[[[...` from overflowing a worker thread's stack.
+struct JSONParser {
+    let bytes: UnsafeBufferPointer<UInt8>
+    let limits: JSONLimits
+    var position = 0
+    /// Reused between escaped strings so that decoding them does not allocate each time.
+    var scratch: [UInt8] = []
+
+    init(bytes: UnsafeBufferPointer<UInt8>, limits: JSONLimits) {
+        self.bytes = bytes
+        self.limits = limits
+    }
+
+    mutating func parseDocument() throws(JSONParseError) -> JSON {
+        skipWhitespace()
+        let value = try parseValue(depth: 0)
+        skipWhitespace()
+        if position < bytes.count { throw unexpected("after the JSON value") }
+        return value
+    }
+
+    // MARK: Values
+
+    private mutating func parseValue(depth: Int) throws(JSONParseError) -> JSON {
+        guard position < bytes.count else { throw JSONParseError(.syntax, "unexpected end of input", at: position) }
+        switch bytes[position] {
+        case UInt8(ascii: "{"): return try parseObject(depth: depth + 1)
+        case UInt8(ascii: "["): return try parseArray(depth: depth + 1)
+        case UInt8(ascii: "\""): return .string(try parseString())
+        case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)
+        case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
+        case UInt8(ascii: "n"): try expectLiteral("null"); return .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try parseNumber()
+        default: throw unexpected("where a value was expected")
+        }
+    }
+
+    private mutating func parseObject(depth: Int) throws(JSONParseError) -> JSON {
+        try checkDepth(depth)
+        position += 1  // {
+        var fields: [String: JSON] = [:]
+        skipWhitespace()
+        if peek() == UInt8(ascii: "}") {
+            position += 1
+            return .object(fields)
+        }
+        while true {
+            guard peek() == UInt8(ascii: "\"") else { throw unexpected("where an object key was expected") }
+            let keyOffset = position
+            let key = try parseString()
+            skipWhitespace()
+            guard peek() == UInt8(ascii: ":") else { throw unexpected("where ':' was expected") }
+            position += 1
+            skipWhitespace()
+            let value = try parseValue(depth: depth)
+            if fields.updateValue(value, forKey: key) != nil {
+                throw JSONParseError(.syntax, "duplicate object key \"\(key)\"", at: keyOffset)
+            }
+            skipWhitespace()
+            switch peek() {
+            case UInt8(ascii: ","):
+                position += 1
+                skipWhitespace()  // a '}' here is a trailing comma: the key check above refuses it
+            case UInt8(ascii: "}"):
+                position += 1
+                return .object(fields)
+            default:
+                throw unexpected("where ',' or '}' was expected")
+            }
+        }
+    }
+
+    private mutating func parseArray(depth: Int) throws(JSONParseError) -> JSON {
+        try checkDepth(depth)
+        position += 1  // [
+        var elements: [JSON] = []
+        skipWhitespace()
+        if peek() == UInt8(ascii: "]") {
+            position += 1
+            return .array(elements)
+        }
+        while true {
+            elements.append(try parseValue(depth: depth))
+            skipWhitespace()
+            switch peek() {
+            case UInt8(ascii: ","):
+                position += 1
+                skipWhitespace()
+                if peek() == UInt8(ascii: "]") { throw unexpected("(trailing comma)") }
+            case UInt8(ascii: "]"):
+                position += 1
+                return .array(elements)
+            default:
+                throw unexpected("where ',' or ']' was expected")
+            }
+        }
+    }
+
+    private func checkDepth(_ depth: Int) throws(JSONParseError) {
+        if depth > limits.maxDepth {
+            throw JSONParseError(.tooDeep, "nesting deeper than \(limits.maxDepth)", at: position)
+        }
+    }
+
+    private mutating func expectLiteral(_ literal: StaticString) throws(JSONParseError) {
+        let count = literal.utf8CodeUnitCount
+        let expected = UnsafeBufferPointer(start: literal.utf8Start, count: count)
+        guard bytes.count - position >= count, bytes[position..<position + count].elementsEqual(expected) else {
+            throw unexpected("where a value was expected")
+        }
+        position += count
+    }
+
+    // MARK: Numbers
+
+    /// RFC 8259 grammar: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`. Integers that fit
+    /// Int64 stay exact; everything else becomes a Double, and one that overflows to infinity is refused
+    /// (a JSON value never holds a non-finite number).
+    private mutating func parseNumber() throws(JSONParseError) -> JSON {
+        let start = position
+        let negative = bytes[position] == UInt8(ascii: "-")
+        if negative { position += 1 }
+
+        // Accumulate negatively so that Int64.min parses without overflow.
+        var accumulator: Int64 = 0
+        var fitsInt64 = true
+        guard let first = peek(), isDigit(first) else { throw unexpected("in a number (digit expected)") }
+        if first == UInt8(ascii: "0") {
+            position += 1
+            if let next = peek(), isDigit(next) { throw unexpected("in a number (leading zero)") }
+        } else {
+            while let byte = peek(), isDigit(byte) {
+                if fitsInt64 {
+                    let (times10, o1) = accumulator.multipliedReportingOverflow(by: 10)
+                    let (next, o2) = times10.subtractingReportingOverflow(Int64(byte &- UInt8(ascii: "0")))
+                    if o1 || o2 { fitsInt64 = false } else { accumulator = next }
+                }
+                position += 1
+            }
+        }
+
+        var isInteger = true
+        if peek() == UInt8(ascii: ".") {
+            isInteger = false
+            position += 1
+            try skipDigits(what: "after the decimal point")
+        }
+        if peek() == UInt8(ascii: "e") || peek() == UInt8(ascii: "E") {
+            isInteger = false
+            position += 1
+            if peek() == UInt8(ascii: "+") || peek() == UInt8(ascii: "-") { position += 1 }
+            try skipDigits(what: "in the exponent")
+        }
+
+        if isInteger && fitsInt64 {
+            if negative { return .int(accumulator) }
+            if accumulator != .min { return .int(-accumulator) }
+        }
+        // The grammar is already checked, so Double's own (more lenient) parser only sees valid text.
+        let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<position]), as: UTF8.self)
+        guard let value = Double(text), value.isFinite else {
+            throw JSONParseError(.syntax, "number out of range", at: start)
+        }
+        return .double(value)
+    }
+
+    private mutating func skipDigits(what: String) throws(JSONParseError) {
+        guard let byte = peek(), isDigit(byte) else { throw unexpected("\(what) (digit expected)") }
+        while let byte = peek(), isDigit(byte) { position += 1 }
+    }
+
+    @inline(__always) private func isDigit(_ byte: UInt8) -> Bool {
+        byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")
+    }
+
+    // MARK: Helpers
+
+    @inline(__always) func peek() -> UInt8? {
+        position < bytes.count ? bytes[position] : nil
+    }
+
+    @inline(__always) private mutating func skipWhitespace() {
+        while position < bytes.count {
+            switch bytes[position] {
+            case 0x20, 0x0A, 0x0D, 0x09: position += 1
+            default: return
+            }
+        }
+    }
+
+    func unexpected(_ context: String) -> JSONParseError {
+        guard position < bytes.count else {
+            return JSONParseError(.syntax, "unexpected end of input \(context)", at: position)
+        }
+        let byte = bytes[position]
+        let shown = byte >= 0x20 && byte < 0x7F ? "'\(Character(Unicode.Scalar(byte)))'" : "byte 0x\(String(byte, radix: 16))"
+        return JSONParseError(.syntax, "unexpected \(shown) \(context)", at: position)
+    }
+}
