@@ -29,20 +29,28 @@ public struct Migrator {
         for file in try files() where !done.contains(file) {
             let text = try String(contentsOfFile: directory + "/" + file, encoding: .utf8)
             let asSuperuser = text.hasPrefix("-- run as superuser")
-            do {
-                try connection.executeScript("begin;" + (asSuperuser ? "" : " set local role tideway_owner;"))
-                try connection.executeScript(text)
-                try connection.executeScript("reset role")
-                try connection.execute("insert into public.tideway_migrations (name) values (\(file))")
-                try connection.executeScript("commit")
-            } catch let error as DatabaseError {
-                try? connection.executeScript("rollback")
-                throw MigrationError(file: file, detail: error.detail)
+            if let failure = apply(file: file, text: text, asSuperuser: asSuperuser) {
+                _ = try? connection.executeScript("rollback")
+                throw MigrationError(file: file, detail: failure.detail)
             }
             applied.append(file)
         }
         try ensureSecrets()
         return applied
+    }
+
+    /// One file in one transaction; nil when it committed.
+    private func apply(file: String, text: String, asSuperuser: Bool) -> DatabaseError? {
+        do {
+            try connection.executeScript("begin;" + (asSuperuser ? "" : " set local role tideway_owner;"))
+            try connection.executeScript(text)
+            try connection.executeScript("reset role")
+            try connection.execute("insert into public.tideway_migrations (name) values (\(file))")
+            try connection.executeScript("commit")
+            return nil
+        } catch {
+            return error
+        }
     }
 
     func files() throws -> [String] {

@@ -41,23 +41,17 @@ public enum Crypto {
     public static func hashPassword(_ password: String) -> String {
         precondition(ready)
         var out = [CChar](repeating: 0, count: tw_pwhash_strbytes())
-        let bytes = Array(password.utf8)
-        let status = bytes.withUnsafeBufferPointer { buffer in
-            buffer.withMemoryRebound(to: CChar.self) {
-                crypto_pwhash_str(&out, $0.baseAddress, UInt64(bytes.count), tw_pwhash_opslimit(), tw_pwhash_memlimit())
-            }
+        let length = UInt64(password.utf8.count)
+        let status = password.withCString {
+            crypto_pwhash_str(&out, $0, length, tw_pwhash_opslimit(), tw_pwhash_memlimit())
         }
         precondition(status == 0, "argon2id: out of memory")
         return String(cString: out)
     }
 
     public static func verifyPassword(_ password: String, hash: String) -> Bool {
-        let bytes = Array(password.utf8)
-        return bytes.withUnsafeBufferPointer { buffer in
-            buffer.withMemoryRebound(to: CChar.self) {
-                crypto_pwhash_str_verify(hash, $0.baseAddress, UInt64(bytes.count)) == 0
-            }
-        }
+        let length = UInt64(password.utf8.count)
+        return password.withCString { crypto_pwhash_str_verify(hash, $0, length) == 0 }
     }
 
     // MARK: encodings
