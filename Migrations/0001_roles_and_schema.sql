@@ -16,6 +16,9 @@ $$;
 
 create schema if not exists app authorization tideway_owner;
 grant usage on schema app to tideway_worker;
+-- Synced documents live in their own schema (see 0004).
+create schema if not exists sync authorization tideway_owner;
+grant usage on schema sync to tideway_worker;
 revoke create on schema public from public;
 
 -- Functions are private unless granted; the worker may call what the owner creates.

@@ -48,7 +48,7 @@ declare
     found_user app.users;
     found_login uuid;
 begin
-    select u.*, l.id into found_user, found_login
+    select l.id into found_login
       from app.tokens t
       join app.logins l on l.id = t.login_id
       join app.users u on u.id = l.user_id
@@ -57,6 +57,7 @@ begin
     if not found then
         raise exception 'unauthenticated' using errcode = '28000';
     end if;
+    select u.* into found_user from app.logins l join app.users u on u.id = l.user_id where l.id = found_login;
     perform set_config('tideway.user_id', found_user.id::text, true),
             set_config('tideway.role', found_user.role, true),
             set_config('tideway.agency', coalesce(found_user.agency, ''), true),

@@ -7,8 +7,6 @@
 -- numbers become visible in increasing order, and a reader that has seen number n has
 -- seen every change numbered up to n. Pulls are index range scans over (partition, seq).
 -- The price: writers of one partition queue behind each other's transactions.
-create schema sync;
-grant usage on schema sync to tideway_worker;
 
 create table app.partition_clocks (
     partition text primary key,

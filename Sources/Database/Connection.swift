@@ -17,6 +17,8 @@ public final class Connection {
             self.conn = nil
             throw DatabaseError(kind: .unavailable, detail: detail)
         }
+        // Notices (e.g. "already exists, skipping") are not errors; keep them out of stderr.
+        PQsetNoticeProcessor(conn, { _, _ in }, nil)
         guard PQenterPipelineMode(conn) == 1 else {
             throw DatabaseError(kind: .protocolViolation, detail: "cannot enter pipeline mode")
         }

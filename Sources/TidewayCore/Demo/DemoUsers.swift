@@ -12,7 +12,7 @@ public struct DemoUser: Sendable, Equatable {
     public var email: String
     public var name: Name
     public var displayName: String
-    /// The agency's key; the global admin belongs to WildAid, which runs the platform.
+    /// The agency's key; nil for the global admin.
     public var agencyKey: String?
     public var role: Role
 
@@ -30,8 +30,8 @@ public enum DemoUsers {
 
     /// Global admin first, then per agency its admin and two officers, in agency order.
     public static func all(agencies: [DemoAgency]) -> [DemoUser] {
-        let platformAgency = agencies.first { slug($0.key) == "wildaid" }?.key
-        var users = [user(globalAdminEmail, ("Ada", "Admin"), platformAgency, .globalAdmin)]
+        // The global admin belongs to no agency: it reads every agency and writes boardings of none.
+        var users = [user(globalAdminEmail, ("Ada", "Admin"), nil, .globalAdmin)]
         for agency in agencies {
             let slug = slug(agency.key)
             let names = peopleBySlug[slug] ?? fallbackPeople(slug)

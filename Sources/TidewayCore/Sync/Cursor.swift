@@ -1,0 +1,53 @@
+/// A position in a partition's change feed: after change number `seq`, and, within the
+/// changes of one transaction that share a number, after (`collection`, `id`).
+///
+/// Sent to clients as `c:` + base64url(payload + MAC). The MAC (HMAC-SHA-256 with the
+/// server's key, over the partition and the payload) makes a forged cursor, or one of
+/// another partition, a 400 rather than a way to read anything.
+public struct Cursor: Sendable, Equatable {
+    public var seq: Int64
+    /// Empty: after everything numbered `seq`.
+    public var collection: String
+    public var id: String
+
+    public init(seq: Int64, collection: String = "", id: String = "") {
+        self.seq = seq
+        self.collection = collection
+        self.id = id
+    }
+
+    static let version: UInt8 = 1
+    static let macLength = 16
+
+    public func encode(partition: String, key: [UInt8]) -> String {
+        var payload: [UInt8] = [Self.version]
+        withUnsafeBytes(of: seq.bigEndian) { payload += $0 }
+        let collectionBytes = Array(collection.utf8)
+        payload.append(UInt8(collectionBytes.count))
+        payload += collectionBytes
+        payload += Array(id.utf8)
+        return "c:" + Crypto.base64url(payload + Self.mac(payload, partition: partition, key: key))
+    }
+
+    /// nil for anything that is not a cursor this server made for this partition.
+    public static func decode(_ text: String, partition: String, key: [UInt8]) -> Cursor? {
+        guard text.hasPrefix("c:"), text.utf8.count < 600, let bytes = Crypto.base64Decode(text.dropFirst(2)),
+              bytes.count >= 1 + 8 + 1 + macLength
+        else { return nil }
+        let payload = Array(bytes.dropLast(macLength))
+        guard Crypto.constantTimeEqual(Array(bytes.suffix(macLength)), mac(payload, partition: partition, key: key)),
+              payload[0] == version
+        else { return nil }
+        var seq: Int64 = 0
+        for b in payload[1..<9] { seq = seq << 8 | Int64(b) }
+        let collectionLength = Int(payload[9])
+        guard payload.count >= 10 + collectionLength, seq >= 0 else { return nil }
+        let collection = String(decoding: payload[10..<(10 + collectionLength)], as: UTF8.self)
+        let id = String(decoding: payload[(10 + collectionLength)...], as: UTF8.self)
+        return Cursor(seq: seq, collection: collection, id: id)
+    }
+
+    static func mac(_ payload: [UInt8], partition: String, key: [UInt8]) -> [UInt8] {
+        Array(Crypto.hmacSHA256(key: key, Array(partition.utf8) + [0] + payload).prefix(macLength))
+    }
+}
