@@ -255,10 +255,19 @@ MSG
     [[ -x $WORKER ]] || say "  (no worker binary yet: only /static/ works; run make build, then up again)"
 }
 
+# A process that ended but waits to be reaped (a zombie) counts as gone: our
+# detached processes belong to PID 1, which may reap them late.
+alive() {
+    local stat
+    stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+    stat=${stat##*) }
+    [[ ${stat:0:1} != Z ]]
+}
+
 # Wait up to 15 s for process $1 to end.
 wait_gone() {
     local pid=$1 n
-    for ((n = 0; n < 150; n++)); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+    for ((n = 0; n < 150; n++)); do alive "$pid" || return 0; sleep 0.1; done
     say "pid $pid still running after 15 s" >&2
 }
 
