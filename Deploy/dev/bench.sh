@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Run every executable Bench/*.sh and Tests/Bench/* against a stack of its
+# own in .state/bench (ports 8643 and 8280), kept between runs so its data
+# is reused. Each benchmark gets TIDEWAY_BENCH_URL, TIDEWAY_BENCH_CA and
+# TIDEWAY_BENCH_STATE.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$repo"
+export STATE=$repo/.state/bench HTTPS_PORT=8643 HTTP_PORT=8280
+stack=$repo/Deploy/dev/stack.sh
+
+benches=()
+for f in Bench/*.sh Tests/Bench/*; do
+    [[ -f $f && -x $f ]] && benches+=("$f")
+done
+if ((${#benches[@]} == 0)); then
+    echo "no benchmarks yet: add executable Bench/*.sh or Tests/Bench/* files"
+    exit 0
+fi
+
+trap '"$stack" down >/dev/null' EXIT
+"$stack" up
+export TIDEWAY_BENCH_URL=https://localhost:$HTTPS_PORT TIDEWAY_BENCH_CA=$STATE/tls/ca.crt TIDEWAY_BENCH_STATE=$STATE
+
+failed=0
+for b in "${benches[@]}"; do
+    printf '\n=== %s\n' "$b"
+    "./$b" || { echo "FAILED: $b"; failed=1; }
+done
+exit "$failed"

@@ -1,0 +1,323 @@
+#!/usr/bin/env bash
+# The dev stack: a private PostgreSQL cluster, FastCGI workers under
+# supervise.sh, and nginx with TLS, all living in $STATE.
+#
+#   stack.sh up | down | status | pg-up | psql [psql args]
+#
+#   up      start what is not running yet (safe to repeat)
+#   down    stop what this $STATE started: nginx, workers, PostgreSQL
+#   status  show what runs
+#   pg-up   only the cluster and the tideway database (no schema), for tests
+#   psql    a psql shell on the tideway database as superuser
+#
+# Settings (environment): STATE (<repo>/.state/dev), HTTPS_PORT (8443),
+# HTTP_PORT (8080), WORKERS (2), THREADS (32), TIDEWAY_BIN_DIR
+# (<repo>/.build/release).
+#
+# Run as root, PostgreSQL runs as the `postgres` user (initdb refuses root),
+# while workers and nginx workers run as root: nginx must reach the worker
+# sockets and read Static/ and the blobs inside the checkout, and one shared
+# user is the simplest way. Production splits these users (Deploy/README.md).
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+STATE=${STATE:-$repo/.state/dev}
+HTTPS_PORT=${HTTPS_PORT:-8443}
+HTTP_PORT=${HTTP_PORT:-8080}
+WORKERS=${WORKERS:-2}
+THREADS=${THREADS:-32}
+bin_dir=${TIDEWAY_BIN_DIR:-$repo/.build/release}
+TIDEWAY=$bin_dir/tideway
+WORKER=$bin_dir/tideway-worker
+
+pg_bin=/usr/lib/postgresql/15/bin
+nginx=$(command -v nginx || echo /usr/sbin/nginx)
+run=$STATE/run logs=$STATE/log pgdata=$STATE/pg tls=$STATE/tls
+ngx_dir=$STATE/nginx
+url=https://localhost:$HTTPS_PORT
+
+if [[ $(id -u) == 0 ]]; then
+    pg_user=postgres
+    as_pg() { runuser -u postgres -- "$@"; }
+else
+    pg_user=$(id -un)
+    as_pg() { "$@"; }
+fi
+admin_db="host=$run dbname=tideway user=$pg_user"
+worker_db="host=$run dbname=tideway user=tideway_worker"
+
+say() { printf '%s\n' "$*"; }
+die() { printf 'stack.sh: %s\n' "$*" >&2; exit 1; }
+
+# True when the pid in file $1 is alive and its command line contains $2 (a
+# path inside this $STATE), so a stale pid file or another STATE's process is
+# never taken for ours.
+running() {
+    local pid
+    [[ -r $1 ]] && pid=$(<"$1") && [[ -n $pid ]] &&
+        grep -qF -- "$2" "/proc/$pid/cmdline" 2>/dev/null
+}
+
+pg_running() { [[ -d $pgdata ]] && as_pg "$pg_bin/pg_ctl" -D "$pgdata" status >/dev/null 2>&1; }
+
+make_dirs() {
+    mkdir -p "$STATE" "$run" "$logs" "$STATE/blobs" "$ngx_dir/tmp"
+    if [[ $(id -u) == 0 ]]; then
+        # postgres puts its socket and lock file in $run and writes its log.
+        chown postgres: "$run"
+        touch "$logs/postgres.log" && chown postgres: "$logs/postgres.log"
+        runuser -u postgres -- test -x "$STATE" ||
+            die "the postgres user cannot reach $STATE; every folder above it needs o+x"
+    fi
+}
+
+pg_up() {
+    make_dirs
+    if [[ ! -f $pgdata/PG_VERSION ]]; then
+        say "initdb $pgdata"
+        mkdir -p "$pgdata"
+        [[ $(id -u) != 0 ]] || chown postgres: "$pgdata"
+        as_pg "$pg_bin/initdb" -D "$pgdata" -U "$pg_user" --auth-local=trust --auth-host=reject \
+            -E UTF8 --locale=C.UTF-8 >"$logs/initdb.log"
+        echo "include = 'tideway.conf'" | as_pg tee -a "$pgdata/postgresql.conf" >/dev/null
+    fi
+    # Rewritten on every up so edits here reach existing clusters (at their
+    # next start). Durability is tested, so fsync stays on.
+    as_pg tee "$pgdata/tideway.conf" >/dev/null <<CONF
+listen_addresses = ''
+unix_socket_directories = '$run'
+max_connections = 200
+shared_buffers = 256MB
+fsync = on
+synchronous_commit = on
+full_page_writes = on
+log_min_duration_statement = 500ms
+log_line_prefix = '%m [%p] %q%u@%d '
+CONF
+    if pg_running; then
+        say "PostgreSQL already running"
+    else
+        say "starting PostgreSQL"
+        as_pg "$pg_bin/pg_ctl" -D "$pgdata" -l "$logs/postgres.log" -w -t 60 start >/dev/null ||
+            { tail -n 20 "$logs/postgres.log" >&2; die "PostgreSQL did not start"; }
+    fi
+    if [[ -z $(psql_super postgres -tAc "select 1 from pg_database where datname = 'tideway'") ]]; then
+        say "creating database tideway"
+        psql_super postgres -qc 'create database tideway'
+    fi
+}
+
+psql_super() { local db=$1; shift; "$pg_bin/psql" -X -v ON_ERROR_STOP=1 -h "$run" -U "$pg_user" -d "$db" "$@"; }
+
+migrate_and_seed() {
+    if [[ ! -x $TIDEWAY ]]; then
+        say "skipping migrate and seed-demo: $TIDEWAY not built yet (make build)"
+        return
+    fi
+    say "tideway migrate; tideway seed-demo"
+    TIDEWAY_ADMIN_DATABASE=$admin_db TIDEWAY_HOME=$repo "$TIDEWAY" migrate
+    TIDEWAY_ADMIN_DATABASE=$admin_db TIDEWAY_HOME=$repo "$TIDEWAY" seed-demo
+}
+
+make_tls() {
+    mkdir -p "$tls"
+    if [[ ! -f $tls/ca.crt ]]; then
+        say "creating dev CA $tls/ca.crt"
+        (umask 077 && openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=Tideway dev CA" \
+            -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign \
+            -keyout "$tls/ca.key" -out "$tls/ca.crt" 2>/dev/null)
+        chmod 644 "$tls/ca.crt" # only the keys stay private
+        rm -f "$tls/server.crt"
+    fi
+    # Browsers refuse server certificates valid for more than 398 days, so
+    # this one is short-lived and remade when it nears its end.
+    if [[ ! -f $tls/server.crt ]] || ! openssl x509 -checkend 86400 -noout -in "$tls/server.crt" >/dev/null; then
+        say "creating server certificate for localhost"
+        (umask 077 && openssl req -newkey rsa:2048 -nodes -subj /CN=localhost \
+            -keyout "$tls/server.key" -out "$tls/server.csr" 2>/dev/null)
+        openssl x509 -req -in "$tls/server.csr" -CA "$tls/ca.crt" -CAkey "$tls/ca.key" \
+            -set_serial "0x$(openssl rand -hex 16)" -days 397 -out "$tls/server.crt" 2>/dev/null \
+            -extfile <(printf '%s\n' "subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1" \
+                "basicConstraints=CA:FALSE" "extendedKeyUsage=serverAuth")
+        rm -f "$tls/server.csr"
+    fi
+}
+
+workers_up() {
+    if [[ ! -x $WORKER ]]; then
+        say "skipping workers: $WORKER not built yet (make build)"
+        return
+    fi
+    local i
+    for ((i = 1; i <= WORKERS; i++)); do
+        if running "$run/supervise-$i.pid" "$run/worker-$i.pid"; then continue; fi
+        rm -f "$run/worker-$i.sock" # stale from a crash; the worker binds it anew
+        say "starting worker $i"
+        # setsid: the supervisor outlives this script and ignores its terminal.
+        TIDEWAY_SOCKET=$run/worker-$i.sock TIDEWAY_DATABASE=$worker_db TIDEWAY_THREADS=$THREADS \
+            TIDEWAY_HOME=$repo TIDEWAY_BLOB_ROOT=$STATE/blobs TIDEWAY_PUBLIC_URL=$url TIDEWAY_STATE=$STATE \
+            setsid "$repo/Deploy/dev/supervise.sh" "$run/worker-$i.pid" "$logs/worker-$i.log" "$WORKER" \
+            </dev/null >>"$logs/worker-$i.log" 2>&1 &
+        echo $! >"$run/supervise-$i.pid"
+    done
+}
+
+nginx_conf() {
+    local modules=/usr/lib/nginx/modules
+    {
+        # nchan will carry /api/v1/sync/events.
+        [[ ! -f $modules/ngx_nchan_module.so ]] || echo "load_module $modules/ngx_nchan_module.so;"
+        [[ $(id -u) != 0 ]] || echo "user root; # see the header of Deploy/dev/stack.sh"
+        cat <<CONF
+worker_processes auto;
+pid $run/nginx.pid;
+error_log $logs/nginx-error.log;
+events { worker_connections 1024; }
+http {
+    include /etc/nginx/mime.types;
+    default_type application/octet-stream;
+    sendfile on;
+    tcp_nopush on;
+    access_log $logs/nginx-access.log;
+    client_body_temp_path $ngx_dir/tmp/client_body;
+    fastcgi_temp_path $ngx_dir/tmp/fastcgi;
+    proxy_temp_path $ngx_dir/tmp/proxy;
+    uwsgi_temp_path $ngx_dir/tmp/uwsgi;
+    scgi_temp_path $ngx_dir/tmp/scgi;
+    include $ngx_dir/tideway.conf;
+}
+CONF
+    } >"$ngx_dir/nginx.conf"
+    local listen="127.0.0.1"
+    # Listen on ::1 too when the loopback has IPv6, as "localhost" may resolve to it.
+    ! grep -q ' lo$' /proc/net/if_inet6 2>/dev/null || listen+=" [::1]"
+    SERVER_NAME=localhost HTTPS_PORT=$HTTPS_PORT HTTP_PORT=$HTTP_PORT LISTEN_ADDRS=$listen \
+        TLS_CERT=$tls/server.crt TLS_KEY=$tls/server.key RUN_DIR=$run WORKERS=$WORKERS \
+        STATIC_DIR=$repo/Static BLOB_ROOT=$STATE/blobs NGINX=$nginx \
+        "$repo/Deploy/render-nginx.sh" >"$ngx_dir/tideway.conf"
+}
+
+nginx_ctl() { "$nginx" -p "$ngx_dir/" -c "$ngx_dir/nginx.conf" -e "$logs/nginx-error.log" "$@"; }
+
+nginx_up() {
+    nginx_conf
+    nginx_ctl -t -q || die "nginx rejects $ngx_dir/nginx.conf"
+    if running "$run/nginx.pid" "$ngx_dir/"; then
+        say "reloading nginx"
+        nginx_ctl -s reload
+    else
+        say "starting nginx"
+        nginx_ctl
+    fi
+}
+
+wait_ready() {
+    local path=/healthz what="healthz 200"
+    if [[ ! -x $WORKER ]]; then
+        # Without workers only nginx itself can answer.
+        path=/static/ what="nginx answering"
+    fi
+    local deadline=$((SECONDS + 30)) code
+    while ((SECONDS < deadline)); do
+        code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$tls/ca.crt" "$url$path" || true)
+        if [[ $path == /healthz && $code == 200 ]] || [[ $path != /healthz && $code != 000 ]]; then
+            return 0
+        fi
+        sleep 0.25
+    done
+    say "timed out after 30 s waiting for $what at $url$path; log tails:" >&2
+    local f
+    for f in "$logs"/nginx-error.log "$logs"/worker-*.log "$logs"/postgres.log; do
+        [[ -f $f ]] && { printf '\n== %s\n' "$f"; tail -n 15 "$f"; } >&2
+    done
+    exit 1
+}
+
+cmd_up() {
+    pg_up
+    migrate_and_seed
+    make_tls
+    workers_up
+    nginx_up
+    wait_ready
+    cat <<MSG
+
+Tideway dev stack is up: $url
+  CA certificate: $tls/ca.crt  (curl --cacert $tls/ca.crt $url/healthz)
+  logs: $logs    database: $0 psql
+  password for every demo login: tideway-demo
+    admin@demo.tideway (globalAdmin)
+MSG
+    local slug
+    for slug in wildaid gabon parquenacionalgalapagos ecuadoriangalapagos; do
+        say "    $slug.admin@demo.tideway  $slug.officer1@demo.tideway  $slug.officer2@demo.tideway"
+    done
+    [[ -x $WORKER ]] || say "  (no worker binary yet: only /static/ works; run make build, then up again)"
+}
+
+# A process that ended but waits to be reaped (a zombie) counts as gone: our
+# detached processes belong to PID 1, which may reap them late.
+alive() {
+    local stat
+    stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+    stat=${stat##*) }
+    [[ ${stat:0:1} != Z ]]
+}
+
+# Wait up to 15 s for process $1 to end.
+wait_gone() {
+    local pid=$1 n
+    for ((n = 0; n < 150; n++)); do alive "$pid" || return 0; sleep 0.1; done
+    say "pid $pid still running after 15 s" >&2
+}
+
+cmd_down() {
+    local pid
+    if running "$run/nginx.pid" "$ngx_dir/"; then
+        say "stopping nginx"
+        pid=$(<"$run/nginx.pid")
+        nginx_ctl -s quit
+        wait_gone "$pid"
+    fi
+    local f
+    for f in "$run"/supervise-*.pid; do
+        [[ -e $f ]] || continue
+        if running "$f" "$run/worker-"; then
+            say "stopping $(basename "$f" .pid) and its worker"
+            pid=$(<"$f")
+            kill -TERM "$pid"
+            wait_gone "$pid"
+        fi
+        rm -f "$f"
+    done
+    rm -f "$run"/worker-*.sock
+    if pg_running; then
+        say "stopping PostgreSQL"
+        as_pg "$pg_bin/pg_ctl" -D "$pgdata" -m fast -w stop >/dev/null
+    fi
+}
+
+cmd_status() {
+    say "state: $STATE"
+    if pg_running; then say "postgres: running (socket in $run)"; else say "postgres: stopped"; fi
+    local f i
+    for f in "$run"/supervise-*.pid; do
+        [[ -e $f ]] || continue
+        i=${f##*supervise-} i=${i%.pid}
+        if running "$f" "$run/worker-$i.pid"; then
+            say "worker $i: supervisor $(<"$f"), worker pid $(cat "$run/worker-$i.pid" 2>/dev/null || echo none)"
+        else
+            say "worker $i: stopped"
+        fi
+    done
+    if running "$run/nginx.pid" "$ngx_dir/"; then say "nginx: running, $url"; else say "nginx: stopped"; fi
+}
+
+case ${1:-} in
+    up) cmd_up ;;
+    down) cmd_down ;;
+    status) cmd_status ;;
+    pg-up) pg_up ;;
+    psql) shift; psql_super tideway "$@" ;;
+    *) die "usage: stack.sh up|down|status|pg-up|psql" ;;
+esac

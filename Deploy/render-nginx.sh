@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Render Deploy/nginx/tideway.conf.template to stdout.
+#
+# Production (values below are the defaults, SERVER_NAME is required):
+#   SERVER_NAME=sync.example.org Deploy/render-nginx.sh > /etc/nginx/sites-available/tideway
+# The dev stack (Deploy/dev/stack.sh) calls this with its own values.
+#
+# Settings (environment):
+#   SERVER_NAME   public host name                 (required)
+#   HTTPS_PORT    443          HTTP_PORT   80
+#   LISTEN_ADDRS  "* [::]"     addresses to listen on, space separated
+#   TLS_CERT      /etc/letsencrypt/live/$SERVER_NAME/fullchain.pem
+#   TLS_KEY       /etc/letsencrypt/live/$SERVER_NAME/privkey.pem
+#   RUN_DIR       /run/tideway               (worker-N.sock live here)
+#   WORKERS       2
+#   STATIC_DIR    /opt/tideway/Static
+#   BLOB_ROOT     /var/lib/tideway/blobs
+#   NGINX         nginx binary whose version decides the http2 syntax
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+: "${SERVER_NAME:?set SERVER_NAME to the public host name}"
+HTTPS_PORT=${HTTPS_PORT:-443}
+HTTP_PORT=${HTTP_PORT:-80}
+LISTEN_ADDRS=${LISTEN_ADDRS:-"* [::]"}
+TLS_CERT=${TLS_CERT:-/etc/letsencrypt/live/$SERVER_NAME/fullchain.pem}
+TLS_KEY=${TLS_KEY:-/etc/letsencrypt/live/$SERVER_NAME/privkey.pem}
+RUN_DIR=${RUN_DIR:-/run/tideway}
+WORKERS=${WORKERS:-2}
+STATIC_DIR=${STATIC_DIR:-/opt/tideway/Static}
+BLOB_ROOT=${BLOB_ROOT:-/var/lib/tideway/blobs}
+NGINX=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
+
+# "http2 on;" exists from nginx 1.25.1; older versions (Debian 12 has 1.22)
+# only know the "http2" flag of listen.
+version=$("$NGINX" -v 2>&1 | sed -n 's|.*nginx/\([0-9.]*\).*|\1|p')
+if [[ $(printf '%s\n' 1.25.1 "$version" | sort -V | head -n1) == 1.25.1 ]]; then
+    http2_directive='http2 on;' listen_http2=''
+else
+    http2_directive="# http2: on the listen lines (nginx $version)" listen_http2=' http2'
+fi
+
+upstreams='' listen_http='' listen_https=''
+for ((i = 1; i <= WORKERS; i++)); do
+    upstreams+="    server unix:$RUN_DIR/worker-$i.sock;"$'\n'
+done
+read -ra addrs <<<"$LISTEN_ADDRS" # no globbing of "*"
+for addr in "${addrs[@]}"; do
+    listen_http+="    listen $addr:$HTTP_PORT;"$'\n'
+    listen_https+="    listen $addr:$HTTPS_PORT ssl$listen_http2;"$'\n'
+done
+port_suffix=''
+[[ $HTTPS_PORT == 443 ]] || port_suffix=":$HTTPS_PORT"
+
+# Bash 5.2 would expand "&" in a replacement to the matched text.
+shopt -u patsub_replacement 2>/dev/null || true
+conf=$(<"$here/nginx/tideway.conf.template")
+conf=${conf//@UPSTREAM_SERVERS@/${upstreams%$'\n'}}
+conf=${conf//@LISTEN_HTTP@/${listen_http%$'\n'}}
+conf=${conf//@LISTEN_HTTPS@/${listen_https%$'\n'}}
+conf=${conf//@HTTP2@/$http2_directive}
+conf=${conf//@SERVER_NAME@/$SERVER_NAME}
+conf=${conf//@HTTPS_PORT_SUFFIX@/$port_suffix}
+conf=${conf//@TLS_CERT@/$TLS_CERT}
+conf=${conf//@TLS_KEY@/$TLS_KEY}
+conf=${conf//@STATIC_DIR@/$STATIC_DIR}
+conf=${conf//@BLOB_ROOT@/$BLOB_ROOT}
+
+if grep -q '@[A-Z0-9_]*@' <<<"$conf"; then
+    echo "render-nginx.sh: unreplaced placeholder in the template" >&2
+    exit 1
+fi
+printf '%s\n' "$conf"

@@ -1,0 +1,53 @@
+# Tideway developer entry points. `make run` gives a working dev stack from a
+# clean clone on Debian 12; `make test` is what CI runs (.ci/run).
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+
+# Swift is not a Debian package; use /opt/swift when it is there.
+export PATH := $(if $(wildcard /opt/swift/usr/bin/swift),/opt/swift/usr/bin:)$(PATH)
+
+DEBIAN_PACKAGES := nginx-light libnginx-mod-nchan libfcgi-dev libpq-dev libsodium-dev \
+	postgresql chromium chromium-driver python3-selenium python3-pytest python3-requests \
+	wrk openssl curl ca-certificates pkg-config
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+STACK := Deploy/dev/stack.sh
+
+.PHONY: deps build run stop status test bench clean
+
+# Only calls apt-get when something is missing, so it is quick and offline
+# once everything is installed.
+deps:
+	@missing=$$(for p in $(DEBIAN_PACKAGES); do \
+		dpkg-query -W -f='$${Status}\n' "$$p" 2>/dev/null | grep -q '^install ok installed$$' || echo "$$p"; \
+	done); \
+	if [[ -n $$missing ]]; then \
+		echo "installing:" $$missing; \
+		$(SUDO) apt-get update; \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; \
+	fi
+	@command -v swift >/dev/null || { echo "swift not found: install Swift 6 (e.g. to /opt/swift)" >&2; exit 1; }
+
+build: deps
+	swift build -c release
+
+run: build
+	$(STACK) up
+
+stop:
+	$(STACK) down
+
+status:
+	$(STACK) status
+
+test: deps build
+	swift build --build-tests
+	Deploy/dev/test.sh
+
+bench: build
+	Deploy/dev/bench.sh
+
+# Stops every stack under .state (dev, test, bench), then removes it all.
+clean:
+	for s in .state/*/; do [[ ! -d $$s ]] || STATE=$$PWD/$${s%/} $(STACK) down; done
+	rm -rf .state
