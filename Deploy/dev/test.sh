@@ -7,7 +7,8 @@ set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
-export STATE=$repo/.state/test HTTPS_PORT=8543 HTTP_PORT=8180
+# Ports can be moved (TEST_HTTPS_PORT, TEST_HTTP_PORT) so that several checkouts test at once.
+export STATE=$repo/.state/test HTTPS_PORT=${TEST_HTTPS_PORT:-8543} HTTP_PORT=${TEST_HTTP_PORT:-8180}
 stack=$repo/Deploy/dev/stack.sh
 
 # A previous run may have died without cleaning up.

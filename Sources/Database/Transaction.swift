@@ -43,6 +43,14 @@ public final class Transaction {
         return Array(results.suffix(statements.count))
     }
 
+    /// The last statements of a transaction and its commit in one round trip.
+    public func queries(_ statements: [SQL], thenCommit: Bool) throws(DatabaseError) -> [QueryResult] {
+        guard thenCommit else { return try queries(statements) }
+        let results = try queries(statements + ["commit"])
+        finished = true
+        return Array(results.dropLast())
+    }
+
     /// The last statement of a transaction and its commit in one round trip.
     public func query(_ statement: SQL, thenCommit: Bool) throws(DatabaseError) -> QueryResult {
         guard thenCommit else { return try query(statement) }
@@ -73,10 +81,12 @@ public final class Transaction {
 extension Connection {
     /// Runs `body` in one transaction whose first statements are `opening` (after BEGIN).
     /// Any error rolls back; a clean return commits.
+    /// `snapshot`: one read-only snapshot for every statement (REPEATABLE READ), so that
+    /// several partitions are read as of the same instant.
     public func transaction<T>(
-        readOnly: Bool = false, opening: [SQL] = [], _ body: (Transaction) throws -> T
+        readOnly: Bool = false, snapshot: Bool = false, opening: [SQL] = [], _ body: (Transaction) throws -> T
     ) throws -> T {
-        let begin: SQL = readOnly ? "begin read only" : "begin"
+        let begin: SQL = snapshot ? "begin isolation level repeatable read read only" : readOnly ? "begin read only" : "begin"
         let tx = Transaction(connection: self, opening: [begin] + opening)
         do {
             let value = try body(tx)

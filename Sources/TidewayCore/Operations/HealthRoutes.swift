@@ -10,7 +10,7 @@ enum HealthRoutes {
 
     static func healthz(_ context: RequestContext) throws -> HTTPResponse {
         do {
-            try context.app.database.withConnection { try $0.execute("select 1") }
+            _ = try context.app.database.withConnection { try $0.execute("select 1") }
         } catch {
             throw AppError(.unavailable, "the database is unreachable")
         }

@@ -6,7 +6,8 @@
 /// another partition, a 400 rather than a way to read anything.
 public struct Cursor: Sendable, Equatable {
     public var seq: Int64
-    /// Empty: after everything numbered `seq`.
+    /// Within number `seq`, after this collection's document `id`. `~` sorts after every
+    /// collection name: after everything numbered `seq`.
     public var collection: String
     public var id: String
 
@@ -15,6 +16,12 @@ public struct Cursor: Sendable, Equatable {
         self.collection = collection
         self.id = id
     }
+
+    /// After every change numbered up to `seq`.
+    public static func after(_ seq: Int64) -> Cursor { Cursor(seq: seq, collection: "~") }
+
+    /// From the beginning (a `null` cursor).
+    public static let start = Cursor(seq: 0)
 
     static let version: UInt8 = 1
     static let macLength = 16

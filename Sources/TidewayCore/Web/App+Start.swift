@@ -18,6 +18,8 @@ extension App {
                 usleep(500_000)
             }
         }
-        return App(config: config, database: pool, templates: templates, secrets: secrets!, routes: Routes.all)
+        let app = App(config: config, database: pool, templates: templates, secrets: secrets!, routes: Routes.all)
+        app.changes.startListening(conninfo: config.database)
+        return app
     }
 }

@@ -10,6 +10,8 @@ public final class App: Sendable {
     public let templates: Templates
     public let secrets: Secrets
     public let metrics = Metrics()
+    /// Commit notifications, for long polls.
+    public let changes: ChangeHub
     private let router: Router
 
     public init(config: Config, database: ConnectionPool, templates: Templates, secrets: Secrets,
@@ -18,6 +20,8 @@ public final class App: Sendable {
         self.database = database
         self.templates = templates
         self.secrets = secrets
+        // Half the threads may wait in long polls; the rest always serve ordinary requests.
+        self.changes = ChangeHub(capacity: max(1, config.threads / 2))
         var router = Router()
         routes(&router)
         self.router = router

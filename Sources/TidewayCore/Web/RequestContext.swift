@@ -60,11 +60,11 @@ public final class RequestContext {
 
     /// One transaction as the caller who holds `token`: BEGIN and app.authenticate go out
     /// with the body's first query. An unknown, expired or revoked token is a 401.
-    public func asCaller<T>(token: String, kind: TokenKind = .access, readOnly: Bool = false,
+    public func asCaller<T>(token: String, kind: TokenKind = .access, readOnly: Bool = false, snapshot: Bool = false,
                             _ body: (Transaction, CallerInfo) throws -> T) throws -> T {
         try app.database.withConnection { connection in
             try withRetry {
-                try connection.transaction(readOnly: readOnly, opening: [Tokens.authenticate(token: token, kind: kind)]) { tx in
+                try connection.transaction(readOnly: readOnly, snapshot: snapshot, opening: [Tokens.authenticate(token: token, kind: kind)]) { tx in
                     try body(tx, CallerInfo(tx))
                 }
             }
@@ -72,9 +72,10 @@ public final class RequestContext {
     }
 
     /// The API caller from the Bearer header.
-    public func asAPICaller<T>(readOnly: Bool = false, _ body: (Transaction, CallerInfo) throws -> T) throws -> T {
+    public func asAPICaller<T>(readOnly: Bool = false, snapshot: Bool = false,
+                               _ body: (Transaction, CallerInfo) throws -> T) throws -> T {
         guard let token = bearerToken else { throw AppError.unauthenticated }
-        return try asCaller(token: token, readOnly: readOnly, body)
+        return try asCaller(token: token, readOnly: readOnly, snapshot: snapshot, body)
     }
 
     /// A transaction with no caller (sign-in, health): sees nothing the policies guard.

@@ -1,0 +1,97 @@
+import Database
+import Foundation
+
+/// Commit notifications for this worker process. One thread LISTENs on its own connection
+/// (`tideway_changes`, payload: the partition) and wakes long polls waiting for those
+/// partitions. Waiting holds a FastCGI thread but no database connection, and only
+/// `capacity` requests may wait at once, so ordinary requests always find a thread.
+///
+/// `@unchecked Sendable`: all mutable state is guarded by `condition`.
+public final class ChangeHub: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var counter: UInt64 = 0
+    private var lastChange: [String: UInt64] = [:]
+    private var waiting = 0
+    private let capacity: Int
+    /// False while the listening connection is down: waits then poll instead.
+    private var listening = false
+
+    public init(capacity: Int) {
+        self.capacity = capacity
+    }
+
+    /// Grows with every notification; read it before a snapshot, wait on it after.
+    public var generation: UInt64 {
+        condition.lock()
+        defer { condition.unlock() }
+        return counter
+    }
+
+    func notify(_ partition: String) {
+        condition.lock()
+        counter += 1
+        lastChange[partition] = counter
+        // The map only needs partitions someone may wait for; keep it from growing forever.
+        if lastChange.count > 100_000 { lastChange.removeAll() }
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Waits until one of `partitions` changes after `generation`, or `deadline`. False
+    /// when no waiting slot is free (the caller answers at once).
+    func wait(for partitions: Set<String>, after generation: UInt64, until deadline: Date) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        guard waiting < capacity else { return false }
+        waiting += 1
+        defer { waiting -= 1 }
+        while Date() < deadline {
+            if partitions.contains(where: { (lastChange[$0] ?? 0) > generation }) { return true }
+            // Without a listener, nothing would wake us: look again every second.
+            let wake = listening ? deadline : min(deadline, Date().addingTimeInterval(1))
+            if !condition.wait(until: wake) && !listening { return true }
+        }
+        return true
+    }
+
+    func setListening(_ value: Bool) {
+        condition.lock()
+        listening = value
+        if !value {
+            // Notifications may have been lost: let every waiter look again.
+            counter += 1
+            for key in lastChange.keys { lastChange[key] = counter }
+        }
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Starts the listening thread; it reconnects after the database restarts.
+    public func startListening(conninfo: String) {
+        let thread = Thread { [self] in
+            while true {
+                do {
+                    let connection = try Connection(conninfo: conninfo)
+                    try connection.execute("listen tideway_changes")
+                    setListening(true)
+                    try pump(connection)
+                } catch {
+                    setListening(false)
+                    usleep(500_000)
+                }
+            }
+        }
+        thread.name = "change-listener"
+        thread.start()
+    }
+
+    private func pump(_ connection: Connection) throws {
+        var descriptor = pollfd(fd: connection.socket, events: Int16(POLLIN), revents: 0)
+        while true {
+            let ready = poll(&descriptor, 1, 5000)
+            if ready < 0 && errno != EINTR { throw DatabaseError(kind: .unavailable, detail: "poll failed") }
+            for note in try connection.notifications() { notify(note.payload) }
+            if !connection.isHealthy { throw DatabaseError(kind: .unavailable, detail: "listener connection lost") }
+        }
+    }
+}

@@ -1,0 +1,104 @@
+import Database
+import FastCGI
+import Foundation
+
+/// `POST /api/v1/sync/pull`: every requested partition answered from one snapshot.
+enum PullRoute {
+    static func pull(_ context: RequestContext) throws -> HTTPResponse {
+        let body = try context.jsonObject(allowing: ["partitions", "limit", "wait"])
+        let request = try PullRequest(body, key: context.app.secrets.cursorKey, maxLimit: context.app.config.limits.changesPerPull)
+        let hub = context.app.changes
+        let deadline = Date().addingTimeInterval(request.wait)
+        while true {
+            // Read before the snapshot: a commit after it wakes the wait below.
+            let seen = hub.generation
+            let answer = try run(request, context: context)
+            if answer.changed || request.wait == 0 || Date() >= deadline {
+                return .jsonText(answer.text)
+            }
+            let names = Set(request.partitions.map(\.name))
+            guard hub.wait(for: names, after: seen, until: deadline) else {
+                // No waiting room (every slot taken by other long polls): answer now.
+                return .jsonText(answer.text)
+            }
+        }
+    }
+
+    struct Answer {
+        var text: String
+        /// True when some partition has changes, or a status other than `ok`.
+        var changed: Bool
+    }
+
+    static func run(_ request: PullRequest, context: RequestContext) throws -> Answer {
+        let key = context.app.secrets.cursorKey
+        let readable = request.partitions.compactMap { entry -> (String, Partition, Cursor)? in
+            if case .from(let partition, let cursor) = entry.start { return (entry.name, partition, cursor) }
+            return nil
+        }
+        let results = try context.asAPICaller(snapshot: true) { tx, caller -> [QueryResult] in
+            let statements = [PullQuery.statuses(readable.map(\.0))]
+                + readable.map { PullQuery.changes(of: $0.1, after: $0.2, limit: request.limit) }
+            return try tx.queries(statements, thenCommit: true)
+        }
+        var statuses: [String: Row] = [:]
+        for row in results[0].rows { if let name = row["partition"] { statuses[name] = row } }
+
+        var text = "{\"partitions\":{"
+        var changed = false
+        var first = true
+        func open(_ name: String) {
+            if !first { text += "," }
+            first = false
+            text += JSON.string(name).serialized() + ":"
+        }
+        for entry in request.partitions {
+            guard case .from = entry.start else {
+                open(entry.name)
+                text += #"{"status":"invalid"}"#
+                changed = true
+                continue
+            }
+        }
+        for (index, (name, _, cursor)) in readable.enumerated() {
+            open(name)
+            let status = statuses[name]
+            guard status?.bool("readable") == true else {
+                text += #"{"status":"forbidden"}"#
+                changed = true
+                continue
+            }
+            let clock = status?.int64("seq") ?? 0
+            let compacted = status?.int64("compacted_seq") ?? 0
+            if cursor.seq < compacted {
+                text += #"{"status":"reset"}"#
+                changed = true
+                continue
+            }
+            let rows = results[index + 1].rows
+            let more = rows.count > request.limit
+            let page = rows.prefix(request.limit)
+            let next: Cursor
+            if more, let last = page.last {
+                next = Cursor(seq: last.int64("seq") ?? 0, collection: last["coll"] ?? "", id: last["id"] ?? "")
+            } else {
+                // Everything up to the clock is delivered: later pulls start after it.
+                next = clock > cursor.seq ? .after(clock) : .after(cursor.seq)
+            }
+            if !page.isEmpty { changed = true }
+            text += #"{"status":"ok","cursor":"# + JSON.string(next.encode(partition: name, key: key)).serialized()
+            text += #","more":"# + (more ? "true" : "false") + #","changes":["#
+            text += page.compactMap { $0["body"] }.joined(separator: ",")
+            text += "]}"
+        }
+        text += "}}"
+        return Answer(text: text, changed: changed)
+    }
+}
+
+extension HTTPResponse {
+    /// JSON text made elsewhere (PostgreSQL's own rendering), sent as it is.
+    static func jsonText(_ text: String, status: Int = 200) -> HTTPResponse {
+        HTTPResponse(status: status, contentType: "application/json", text: text, headers: [("Cache-Control", "no-store")])
+    }
+}

@@ -1,0 +1,18 @@
+/// What the server decides about a document beyond its schema: fields the server owns,
+/// fields a user may not touch, who may change what. Row-level security has already
+/// decided whether the caller may write the partition at all; these rules are about
+/// the content.
+enum ServerRules {
+    static func check(_ change: Change, current: JSON?, proposed: JSON?, caller: CallerInfo) throws(ChangeRejection) -> JSON? {
+        switch change.collection {
+        case .chatsters:
+            throw .forbidden("chatsters are written by the server only")
+        case .users:
+            return try UserDocumentRules.check(change, current: current, proposed: proposed, caller: caller)
+        case .chatMessages:
+            return try ChatMessageRules.check(change, current: current, proposed: proposed, caller: caller)
+        default:
+            return proposed
+        }
+    }
+}

@@ -1,0 +1,187 @@
+import Database
+
+/// The one way documents change: sync pushes and back-office forms both come here, under
+/// the caller's claims, so row-level security, the schemas, the server rules and the
+/// server effects (triggers) apply to every write alike.
+public enum WritePath {
+    /// A change as it arrived: parsed, or already refused for its shape.
+    public typealias Input = Result<Change, Refused>
+
+    public struct Refused: Error, Sendable {
+        public let changeID: String
+        public let rejection: ChangeRejection
+    }
+
+    public struct Limits: Sendable {
+        public var documentBytes: Int
+        public init(documentBytes: Int) { self.documentBytes = documentBytes }
+    }
+
+    /// Applies `inputs` in order inside `tx` and answers one result per change. Two round
+    /// trips: one reads what the batch needs (earlier outcomes, current documents, locked),
+    /// one sends every write.
+    public static func apply(
+        _ inputs: [Input], clientID: String?, device: String = "", caller: CallerInfo, in tx: Transaction, limits: Limits
+    ) throws -> [JSON] {
+        let changes = inputs.compactMap { try? $0.get() }
+        var reads: [SQL] = []
+        if let clientID {
+            reads.append("""
+                select change_id, result::text as result from app.push_log
+                 where user_id = app.uid() and client_id = \(clientID) and change_id = any(\(changes.map(\.changeID))::text[])
+                """)
+        }
+        let byCollection = Dictionary(grouping: changes, by: \.collection)
+        // chatsters are never written by clients (the rules refuse them), and the worker may
+        // not lock them.
+        let collections = byCollection.keys.filter { $0 != .chatsters }.sorted { $0.rawValue < $1.rawValue }
+        for collection in collections {
+            let ids = Array(Set(byCollection[collection]!.map(\.id))).sorted()
+            // Locked in id order, so that two batches touching the same documents cannot deadlock.
+            reads.append("""
+                select id, partition, doc::text as doc, version, deleted from sync.\(unsafeSQL: collection.table)
+                 where id = any(\(ids)::text[]) order by id for update
+                """)
+        }
+        let readResults = reads.isEmpty ? [] : try tx.queries(reads)
+
+        var earlier: [String: JSON] = [:]
+        var offset = 0
+        if clientID != nil {
+            for row in readResults[0].rows {
+                if let id = row["change_id"], let text = row["result"] { earlier[id] = try JSON(parsing: text) }
+            }
+            offset = 1
+        }
+        var current: [DocumentKey: StoredDocument] = [:]
+        for (index, collection) in collections.enumerated() {
+            for row in readResults[offset + index].rows {
+                guard let id = row["id"], let partition = row["partition"] else { continue }
+                let doc = try row["doc"].map { try JSON(parsing: $0) }
+                current[DocumentKey(collection: collection, id: id)] = StoredDocument(
+                    partition: partition, doc: row.bool("deleted") == true ? nil : doc, version: row.int64("version") ?? 0)
+            }
+        }
+
+        var plan = Plan(clientID: clientID)
+        var seenInBatch: Set<String> = []
+        for input in inputs {
+            switch input {
+            case .failure(let refused):
+                plan.reject(refused.rejection, changeID: refused.changeID)
+            case .success(let change):
+                if let first = earlier[change.changeID] {
+                    plan.answer(duplicate(of: first, changeID: change.changeID))
+                    continue
+                }
+                guard seenInBatch.insert(change.changeID).inserted else {
+                    plan.reject(.invalid("changeId repeated in this batch"), changeID: change.changeID, log: false)
+                    continue
+                }
+                let key = DocumentKey(collection: change.collection, id: change.id)
+                let stored = current[key]
+                // A Result rather than a typed catch: the latter crashes the 6.3 compiler here.
+                switch Result(catching: { () throws(ChangeRejection) in try prepare(change, stored: stored, caller: caller, limits: limits) }) {
+                case .success(let written):
+                    plan.write(change, document: written, expectedVersion: change.op == .insert ? nil : stored?.version)
+                    current[key] = StoredDocument(
+                        partition: change.partition.description, doc: written, version: (stored?.version ?? 0) + 1)
+                case .failure(let rejection):
+                    plan.reject(rejection, changeID: change.changeID)
+                }
+            }
+        }
+        if let clientID {
+            plan.statements.append("""
+                insert into app.devices (user_id, client_id, app_version, last_push) values (app.uid(), \(clientID), \(device), now())
+                on conflict (user_id, client_id) do update set last_push = now(),
+                    app_version = coalesce(nullif(excluded.app_version, ''), app.devices.app_version)
+                """)
+        }
+        let written = plan.statements.isEmpty ? [] : try tx.queries(plan.statements)
+        return try plan.results.map { slot in
+            switch slot {
+            case .ready(let result): return result
+            case .fromStatement(let index): return try JSON(parsing: written[index].first?[0] ?? "{}")
+            }
+        }
+    }
+
+    /// The document to store for a change, after the merge, the schema and the server's
+    /// rules; nil for a delete.
+    static func prepare(_ change: Change, stored: StoredDocument?, caller: CallerInfo, limits: Limits) throws(ChangeRejection) -> JSON? {
+        let live = stored?.doc != nil && stored?.partition == change.partition.description
+        var proposed: JSON?
+        switch change.op {
+        case .insert:
+            proposed = change.body
+        case .update:
+            guard live, let doc = stored?.doc, let patch = change.body else {
+                throw ChangeRejection(code: .notFound, message: "no such document in this partition", path: nil)
+            }
+            proposed = doc.applyingMergePatch(patch)
+        case .delete:
+            guard live else { throw ChangeRejection(code: .notFound, message: "no such document in this partition", path: nil) }
+            proposed = nil
+        }
+        proposed = try ServerRules.check(change, current: live ? stored?.doc : nil, proposed: proposed, caller: caller)
+        guard let document = proposed else { return nil }
+        let checked: JSON
+        switch CollectionSchemas.validate(collection: change.collection.rawValue, document: document) {
+        case .success(let normalized): checked = normalized
+        case .failure(let violation):
+            throw .invalid("\(change.collection.rawValue) \(violation.path): \(violation.message)", path: violation.path)
+        }
+        if checked.serializedBytes().count > limits.documentBytes {
+            throw ChangeRejection(code: .tooLarge, message: "the document is larger than \(limits.documentBytes) bytes", path: nil)
+        }
+        return checked
+    }
+
+    static func duplicate(of first: JSON, changeID: String) -> JSON {
+        guard first["status"]?.stringValue == "applied" else { return first }
+        return ["changeId": .string(changeID), "status": "duplicate", "version": first["version"] ?? .null]
+    }
+
+    struct DocumentKey: Hashable {
+        let collection: SyncCollection
+        let id: String
+    }
+
+    struct StoredDocument {
+        let partition: String
+        let doc: JSON?
+        let version: Int64
+    }
+
+    /// The statements of the write round trip and where each change's result comes from.
+    struct Plan {
+        enum Slot {
+            case ready(JSON)
+            case fromStatement(Int)
+        }
+
+        let clientID: String?
+        var statements: [SQL] = []
+        var results: [Slot] = []
+
+        mutating func answer(_ result: JSON) { results.append(.ready(result)) }
+
+        mutating func reject(_ rejection: ChangeRejection, changeID: String, log: Bool = true) {
+            let result = rejection.result(changeID: changeID)
+            results.append(.ready(result))
+            // Logged so that a retry gets this same first outcome.
+            if log, let clientID {
+                statements.append("select app.log_rejection(\(clientID), \(changeID), \(result.serialized())::jsonb)")
+            }
+        }
+
+        mutating func write(_ change: Change, document: JSON?, expectedVersion: Int64?) {
+            results.append(.fromStatement(statements.count))
+            statements.append("""
+                select app.apply_change(\(change.collection.rawValue), \(change.partition.description), \(change.id), \
+                \(change.op.rawValue), \(document?.serialized())::jsonb, \(clientID), \(change.changeID), \(expectedVersion))::text
+                """)
+        }
+    }
+}
