@@ -16,12 +16,16 @@ enum AuthRoutes {
         if let device = body["device"], device.stringValue == nil, device != .null {
             throw AppError.badRequest("device must be a string")
         }
+        return try login(context, email: email, password: password, device: body["device"]?.stringValue ?? "")
+    }
+
+    /// Signs in and answers a fresh token pair (login and sign-up).
+    static func login(_ context: RequestContext, email: String, password: String, device: String) throws -> HTTPResponse {
         let config = context.app.config
         let access = Crypto.newToken()
         let refresh = Crypto.newToken()
         let caller = try SignIn.signIn(
-            context: context, email: email, password: password, kind: "api",
-            device: String((body["device"]?.stringValue ?? "").prefix(200)),
+            context: context, email: email, password: password, kind: "api", device: String(device.prefix(200)),
             tokens: [(access, .access, config.accessTokenSeconds), (refresh, .refresh, config.refreshTokenSeconds)])
         return tokenPair(access: access, refresh: refresh, caller: caller, config: config)
     }

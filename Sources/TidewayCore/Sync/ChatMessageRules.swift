@@ -29,6 +29,6 @@ enum Timestamp {
     static func now() -> String { string(Date()) }
 
     static func string(_ date: Date) -> String {
-        date.formatted(.iso8601.year().month().day().dateSeparator(.dash).time(includingFractionalSeconds: true).timeSeparator(.colon)) 
+        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
     }
 }

@@ -36,11 +36,12 @@ enum PullRoute {
             if case .from(let partition, let cursor) = entry.start { return (entry.name, partition, cursor) }
             return nil
         }
-        let results = try context.asAPICaller(snapshot: true) { tx, caller -> [QueryResult] in
+        let (results, caller) = try context.asAPICaller(snapshot: true) { tx, caller -> ([QueryResult], CallerInfo) in
             let statements = [PullQuery.statuses(readable.map(\.0))]
                 + readable.map { PullQuery.changes(of: $0.1, after: $0.2, limit: request.limit) }
-            return try tx.queries(statements, thenCommit: true)
+            return (try tx.queries(statements, thenCommit: true), caller)
         }
+        context.app.presence.touch(context, caller: caller)
         var statuses: [String: Row] = [:]
         for row in results[0].rows { if let name = row["partition"] { statuses[name] = row } }
 

@@ -82,10 +82,12 @@ public enum WritePath {
                 let stored = current[key]
                 // A Result rather than a typed catch: the latter crashes the 6.3 compiler here.
                 switch Result(catching: { () throws(ChangeRejection) in try prepare(change, stored: stored, caller: caller, limits: limits) }) {
-                case .success(let written):
-                    plan.write(change, document: written, expectedVersion: change.op == .insert ? nil : stored?.version)
+                case .success(let prepared):
+                    // Intents rewrite the user's own document first: its version is the server's then.
+                    let expected = change.op == .insert || !prepared.intents.isEmpty ? nil : stored?.version
+                    plan.write(change, document: prepared.document, intents: prepared.intents, expectedVersion: expected)
                     current[key] = StoredDocument(
-                        partition: change.partition.description, doc: written, version: (stored?.version ?? 0) + 1)
+                        partition: change.partition.description, doc: prepared.document, version: (stored?.version ?? 0) + 1)
                 case .failure(let rejection):
                     plan.reject(rejection, changeID: change.changeID)
                 }
@@ -109,7 +111,7 @@ public enum WritePath {
 
     /// The document to store for a change, after the merge, the schema and the server's
     /// rules; nil for a delete.
-    static func prepare(_ change: Change, stored: StoredDocument?, caller: CallerInfo, limits: Limits) throws(ChangeRejection) -> JSON? {
+    static func prepare(_ change: Change, stored: StoredDocument?, caller: CallerInfo, limits: Limits) throws(ChangeRejection) -> Prepared {
         let live = stored?.doc != nil && stored?.partition == change.partition.description
         var proposed: JSON?
         switch change.op {
@@ -124,8 +126,8 @@ public enum WritePath {
             guard live else { throw ChangeRejection(code: .notFound, message: "no such document in this partition", path: nil) }
             proposed = nil
         }
-        proposed = try ServerRules.check(change, current: live ? stored?.doc : nil, proposed: proposed, caller: caller)
-        guard let document = proposed else { return nil }
+        var prepared = try ServerRules.check(change, current: live ? stored?.doc : nil, proposed: proposed, caller: caller)
+        guard let document = prepared.document else { return prepared }
         let checked: JSON
         switch CollectionSchemas.validate(collection: change.collection.rawValue, document: document) {
         case .success(let normalized): checked = normalized
@@ -135,7 +137,8 @@ public enum WritePath {
         if checked.serializedBytes().count > limits.documentBytes {
             throw ChangeRejection(code: .tooLarge, message: "the document is larger than \(limits.documentBytes) bytes", path: nil)
         }
-        return checked
+        prepared.document = checked
+        return prepared
     }
 
     static func duplicate(of first: JSON, changeID: String) -> JSON {
@@ -176,11 +179,13 @@ public enum WritePath {
             }
         }
 
-        mutating func write(_ change: Change, document: JSON?, expectedVersion: Int64?) {
+        mutating func write(_ change: Change, document: JSON?, intents: [JSON], expectedVersion: Int64?) {
             results.append(.fromStatement(statements.count))
+            let intentText = intents.isEmpty ? nil : JSON.array(intents).serialized()
             statements.append("""
                 select app.apply_change(\(change.collection.rawValue), \(change.partition.description), \(change.id), \
-                \(change.op.rawValue), \(document?.serialized())::jsonb, \(clientID), \(change.changeID), \(expectedVersion))::text
+                \(change.op.rawValue), \(document?.serialized())::jsonb, \(clientID), \(change.changeID), \(expectedVersion), \
+                \(intentText)::jsonb)::text
                 """)
         }
     }

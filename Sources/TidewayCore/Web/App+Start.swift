@@ -20,6 +20,7 @@ extension App {
         }
         let app = App(config: config, database: pool, templates: templates, secrets: secrets!, routes: Routes.all)
         app.changes.startListening(conninfo: config.database)
+        Presence.startSweeping(pool)
         return app
     }
 }

@@ -12,6 +12,7 @@ public final class App: Sendable {
     public let metrics = Metrics()
     /// Commit notifications, for long polls.
     public let changes: ChangeHub
+    public let presence = Presence()
     private let router: Router
 
     public init(config: Config, database: ConnectionPool, templates: Templates, secrets: Secrets,

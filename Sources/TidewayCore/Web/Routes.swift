@@ -4,6 +4,7 @@ public enum Routes {
         HealthRoutes.register(&router)
         AuthRoutes.register(&router)
         SyncRoutes.register(&router)
+        RegisterRoute.register(&router)
         LoginPages.register(&router)
         HomePage.register(&router)
     }

@@ -1,0 +1,268 @@
+-- Chat, part 2: conversations. Membership and unread counts are server-side truth in
+-- app.conversation_members; each member's `users` document shows a rendering of it, which
+-- the server rewrites whenever the truth changes (effects 2–4). A client's own copy of
+-- `conversations` is never stored as sent: what it changed is read as intents (create,
+-- rename, add members, leave, reset unread) and the copy is rendered again.
+--
+-- Unread counts: an increment (a new message) and a reset (the member read it) are both
+-- single-row updates of the member's row, so neither can lose the other. The rendered
+-- documents are rewritten under a lock on each affected user's document, taken in id order
+-- first, so that two transactions never render one user's document from stale counts.
+alter table app.conversation_members add column unread int not null default 0 check (unread >= 0);
+
+create function app.render_conversations(member uuid) returns jsonb
+language sql stable security definer set search_path = app, pg_temp as $$
+    select coalesce(jsonb_agg(jsonb_build_object(
+               'id', c.id, 'displayName', c.display_name, 'unreadCount', m.unread,
+               'members', (select coalesce(jsonb_agg(jsonb_build_object(
+                                   'userId', o.user_id::text, 'userName', u.email, 'displayName', u.display_name,
+                                   'membershipStatus', 'Membership active') order by o.joined_at, o.user_id), '[]'::jsonb)
+                             from app.conversation_members o join app.users u on u.id = o.user_id
+                            where o.conversation_id = c.id and o.active))
+             order by m.joined_at, c.id), '[]'::jsonb)
+      from app.conversation_members m join app.conversations c on c.id = m.conversation_id
+     where m.user_id = member and m.active
+$$;
+
+-- Locks the documents of these users (id order: no deadlocks between two such lockers).
+create function app.lock_user_documents(members uuid[]) returns void
+language sql security definer set search_path = app, pg_temp as $$
+    select null from sync.users where id = any(select unnest(members)::text) order by id for update
+$$;
+
+-- Rewrites each user's rendered conversations (their lock already held).
+create function app.render_user_documents(members uuid[]) returns void
+language plpgsql security definer set search_path = app, pg_temp as $$
+begin
+    update sync.users d
+       set doc = jsonb_set(d.doc, '{conversations}', app.render_conversations(d.id::uuid)),
+           seq = app.tick(d.partition), version = d.version + 1, updated_at = now()
+     where d.id = any(select unnest(members)::text)
+       and d.doc->'conversations' is distinct from app.render_conversations(d.id::uuid);
+end
+$$;
+
+create function app.conversation_member_ids(conversation text) returns uuid[]
+language sql stable security definer set search_path = app, pg_temp as $$
+    select coalesce(array_agg(user_id order by user_id), '{}') from app.conversation_members where conversation_id = conversation
+$$;
+
+-- Members named by userId or userName (email); the names that match nobody come back too.
+create function app.resolve_members(refs jsonb, out known uuid[], out unknown text[])
+language plpgsql stable security definer set search_path = app, pg_temp as $$
+declare
+    ref jsonb;
+    who uuid;
+begin
+    known := '{}';
+    unknown := '{}';
+    for ref in select * from jsonb_array_elements(coalesce(refs, '[]'::jsonb)) loop
+        who := null;
+        if ref ? 'userId' and (ref->>'userId') ~ '^[0-9a-f-]{36}$' then
+            select id into who from app.users where id = (ref->>'userId')::uuid and active;
+        end if;
+        if who is null and ref ? 'userName' then
+            select id into who from app.users where lower(email) = lower(ref->>'userName') and active;
+        end if;
+        if who is null then
+            unknown := unknown || coalesce(ref->>'userName', ref->>'userId', ref::text);
+        elsif not who = any(known) then
+            known := known || who;
+        end if;
+    end loop;
+end
+$$;
+
+create function app.require_member(conversation text) returns void
+language plpgsql stable security definer set search_path = app, pg_temp as $$
+begin
+    if not app.is_member(conversation) then
+        raise exception 'not a member of conversation %', conversation using errcode = 'TW403';
+    end if;
+end
+$$;
+
+-- One intent of a user on their conversations: {"intent": "create"|"rename"|"addMembers"|
+-- "leave"|"resetUnread", "id", "displayName"?, "members"?}. Refusals raise TW403/TW422 and
+-- roll back to the write path's savepoint: the change is rejected, nothing is written.
+create function app.apply_conversation_intent(intent jsonb) returns void
+language plpgsql security definer set search_path = app, pg_temp as $$
+declare
+    conv text := intent->>'id';
+    me uuid := app.uid();
+    resolved record;
+    everyone uuid[];
+begin
+    if me is null then
+        raise exception 'not signed in' using errcode = '28000';
+    end if;
+    case intent->>'intent'
+    when 'create' then
+        if exists (select 1 from app.conversations where id = conv) then
+            -- Listing a conversation one is not in grants nothing (unlike the original app).
+            perform app.require_member(conv);
+            return;
+        end if;
+        if app.partition_kind('conversation=' || conv) is null then
+            raise exception 'a conversation id is 1–64 letters, digits, _ or -' using errcode = 'TW422';
+        end if;
+        select * into resolved from app.resolve_members(intent->'members');
+        if array_length(resolved.unknown, 1) > 0 then
+            raise exception 'unknown members: %', array_to_string(resolved.unknown, ', ') using errcode = 'TW422';
+        end if;
+        insert into app.conversations (id, display_name, created_by)
+            values (conv, coalesce(nullif(intent->>'displayName', ''), conv), me);
+        everyone := array(select distinct unnest(resolved.known || me) order by 1);
+        perform app.lock_user_documents(everyone);
+        insert into app.conversation_members (conversation_id, user_id)
+            select conv, unnest(everyone);
+        perform app.render_user_documents(everyone);
+    when 'rename' then
+        perform app.require_member(conv);
+        everyone := app.conversation_member_ids(conv);
+        perform app.lock_user_documents(everyone);
+        update app.conversations set display_name = intent->>'displayName' where id = conv;
+        perform app.render_user_documents(everyone);
+    when 'addMembers' then
+        perform app.require_member(conv);
+        select * into resolved from app.resolve_members(intent->'members');
+        if array_length(resolved.unknown, 1) > 0 then
+            raise exception 'unknown members: %', array_to_string(resolved.unknown, ', ') using errcode = 'TW422';
+        end if;
+        everyone := array(select distinct unnest(app.conversation_member_ids(conv) || resolved.known) order by 1);
+        perform app.lock_user_documents(everyone);
+        insert into app.conversation_members (conversation_id, user_id)
+            select conv, unnest(resolved.known)
+            on conflict (conversation_id, user_id) do update set active = true, left_at = null, unread = 0
+            where not app.conversation_members.active;
+        perform app.render_user_documents(everyone);
+    when 'leave' then
+        perform app.require_member(conv);
+        everyone := app.conversation_member_ids(conv);
+        perform app.lock_user_documents(everyone);
+        update app.conversation_members set active = false, left_at = now(), unread = 0
+         where conversation_id = conv and user_id = me;
+        perform app.render_user_documents(everyone);
+    when 'resetUnread' then
+        perform app.require_member(conv);
+        perform app.lock_user_documents(array[me]);
+        update app.conversation_members set unread = 0 where conversation_id = conv and user_id = me;
+        perform app.render_user_documents(array[me]);
+    else
+        raise exception 'unknown conversation intent' using errcode = 'TW422';
+    end case;
+end
+$$;
+
+-- The user's own writes never store `conversations` as sent: the server's rendering wins.
+create function app.user_doc_keep_conversations() returns trigger
+language plpgsql security definer set search_path = app, pg_temp as $$
+begin
+    new.doc := jsonb_set(new.doc, '{conversations}', app.render_conversations(new.id::uuid));
+    return new;
+end
+$$;
+create trigger user_doc_keep_conversations before update on sync.users
+    for each row when (new.doc is not null) execute function app.user_doc_keep_conversations();
+
+-- A new message counts as unread for every member but its author (effect 4); edits and
+-- deletes change no counts.
+create function app.chat_message_after_insert() returns trigger
+language plpgsql security definer set search_path = app, pg_temp as $$
+declare
+    conv text := substr(new.partition, 14);
+    others uuid[];
+begin
+    others := array(select user_id from app.conversation_members
+                     where conversation_id = conv and active and user_id::text is distinct from new.doc->>'authorId'
+                     order by user_id);
+    perform app.lock_user_documents(others);
+    update app.conversation_members set unread = unread + 1
+     where conversation_id = conv and user_id = any(others);
+    perform app.render_user_documents(others);
+    return null;
+end
+$$;
+create trigger chat_message_after_insert after insert on sync.chat_messages
+    for each row execute function app.chat_message_after_insert();
+
+-- apply_change gains the intents of a users-document write, run inside its savepoint.
+create or replace function app.apply_change(
+    collection text, p text, doc_id text, op text, new_doc jsonb,
+    client_id text, change_id text, expected_version bigint default null, intents jsonb default null)
+returns jsonb
+language plpgsql as $$
+declare
+    tbl text := app.document_table(collection);
+    new_version bigint;
+    outcome jsonb;
+    intent jsonb;
+begin
+    if tbl is null then
+        raise exception 'unknown collection' using errcode = 'TW422';
+    end if;
+    begin
+        for intent in select * from jsonb_array_elements(coalesce(intents, '[]'::jsonb)) loop
+            perform app.apply_conversation_intent(intent);
+        end loop;
+        if op = 'insert' then
+            execute format($q$
+                insert into sync.%1$I as t (id, partition, doc, seq, updated_by)
+                values ($1, $2, $3, app.tick($2), app.uid())
+                on conflict (id) do update
+                   set doc = excluded.doc, deleted = false, seq = excluded.seq, version = t.version + 1,
+                       updated_at = now(), updated_by = excluded.updated_by
+                 where t.partition = excluded.partition
+                returning version $q$, tbl)
+                into new_version using doc_id, p, new_doc;
+            if new_version is null then
+                outcome := jsonb_build_object('status', 'rejected', 'error',
+                    jsonb_build_object('code', 'invalid', 'message', 'a document cannot move to another partition'));
+            end if;
+        elsif op in ('update', 'delete') then
+            execute format($q$
+                update sync.%1$I
+                   set doc = $3, deleted = ($3 is null), seq = app.tick($2), version = version + 1,
+                       updated_at = now(), updated_by = app.uid()
+                 where id = $1 and partition = $2 and not deleted and ($4::bigint is null or version = $4)
+                returning version $q$, tbl)
+                into new_version using doc_id, p, case when op = 'delete' then null else new_doc end, expected_version;
+            if new_version is null then
+                outcome := jsonb_build_object('status', 'rejected', 'error',
+                    jsonb_build_object('code', 'not_found', 'message', 'no such document in this partition'));
+            end if;
+        else
+            raise exception 'unknown op' using errcode = 'TW422';
+        end if;
+        if outcome is not null then
+            -- Undo the intents too: a rejected change writes nothing.
+            raise exception using errcode = 'TW499', message = outcome::text;
+        end if;
+    exception
+        when insufficient_privilege then
+            outcome := jsonb_build_object('status', 'rejected', 'error',
+                jsonb_build_object('code', 'forbidden', 'message', 'no write right on this partition'));
+        when check_violation or not_null_violation or data_exception then
+            outcome := jsonb_build_object('status', 'rejected', 'error',
+                jsonb_build_object('code', 'invalid', 'message', 'the document breaks a rule'));
+        when sqlstate 'TW403' then
+            outcome := jsonb_build_object('status', 'rejected', 'error', jsonb_build_object('code', 'forbidden', 'message', sqlerrm));
+        when sqlstate 'TW404' then
+            outcome := jsonb_build_object('status', 'rejected', 'error', jsonb_build_object('code', 'not_found', 'message', sqlerrm));
+        when sqlstate 'TW422' then
+            outcome := jsonb_build_object('status', 'rejected', 'error', jsonb_build_object('code', 'invalid', 'message', sqlerrm));
+        when sqlstate 'TW499' then
+            outcome := sqlerrm::jsonb;
+    end;
+    if outcome is null then
+        outcome := jsonb_build_object('status', 'applied', 'version', new_version::text);
+    end if;
+    outcome := jsonb_build_object('changeId', change_id) || outcome;
+    if client_id is not null then
+        insert into app.push_log (user_id, client_id, change_id, result) values (app.uid(), client_id, change_id, outcome)
+            on conflict do nothing;
+    end if;
+    return outcome;
+end
+$$;
+drop function app.apply_change(text, text, text, text, jsonb, text, text, bigint);

@@ -1,0 +1,46 @@
+import Database
+import Foundation
+import Synchronization
+
+/// Presence (domain.md effect 5): a user who synced in the last 60 s is On-Line. Syncing
+/// touches the user's presence at most every `interval` seconds per worker process, in a
+/// small transaction of its own (pulls are read-only); a sweep turns idle users Off-Line.
+public final class Presence: Sendable {
+    private let lastTouch = Mutex<[String: Date]>([:])
+    let interval: TimeInterval
+
+    public init(interval: TimeInterval = 15) {
+        self.interval = interval
+    }
+
+    /// Call after a successful sync request of `caller`.
+    func touch(_ context: RequestContext, caller: CallerInfo) {
+        let now = Date()
+        let due = lastTouch.withLock { seen -> Bool in
+            if let last = seen[caller.userID], now.timeIntervalSince(last) < interval { return false }
+            if seen.count > 50_000 { seen.removeAll() }
+            seen[caller.userID] = now
+            return true
+        }
+        guard due, let token = context.bearerToken else { return }
+        do {
+            try context.asCaller(token: token) { tx, _ in _ = try tx.query("select app.touch_presence()") }
+        } catch {
+            // Presence is best effort: the sync request itself has already succeeded.
+            Log.warning("presence not updated: \(error)", requestID: context.requestID)
+        }
+    }
+
+    /// Every 10 s, users idle for 60 s go Off-Line. Every worker process runs it; the
+    /// function skips rows another sweeper holds.
+    public static func startSweeping(_ pool: ConnectionPool, idleSeconds: Int = 60) {
+        let thread = Thread {
+            while true {
+                sleep(10)
+                _ = try? pool.withConnection { try $0.execute("select app.sweep_presence(\(idleSeconds))") }
+            }
+        }
+        thread.name = "presence-sweep"
+        thread.start()
+    }
+}
