@@ -62,7 +62,43 @@ public struct DemoSeeder {
             let duty = DutyChangeGenerator(seed: agencySeed, officers: officers, now: anchor).changes()
             documents += try insert(duty, into: "duty_changes", partition: partition)
         }
-        return "demo data: \(sample.agencies.count) agencies, \(users.count) logins (password \(Self.password)), \(documents) new documents"
+        let chats = try seedConversations(DemoConversations.all(users: users, now: anchor))
+        return "demo data: \(sample.agencies.count) agencies, \(chats) new conversations, \(users.count) logins (password \(Self.password)), \(documents) new documents"
+    }
+
+    /// Conversations are created the way a user creates one (the same intent function, as
+    /// their first member), and messages are inserted so that the unread counts follow.
+    private func seedConversations(_ conversations: [DemoConversation]) throws -> Int {
+        var created = 0
+        for conversation in conversations {
+            let exists = try connection.execute("select 1 from app.conversations where id = \(conversation.id)")
+            guard exists.isEmpty, let creator = conversation.memberEmails.first else { continue }
+            try connection.transaction { tx in
+                let ids = try tx.query("select id::text, email from app.users where email = any(\(conversation.memberEmails)::text[])")
+                var idOf: [String: String] = [:]
+                for row in ids.rows { if let id = row["id"], let email = row["email"] { idOf[email] = id } }
+                guard let creatorID = idOf[creator] else { return }
+                let members = JSON.array(conversation.memberEmails.dropFirst().map { ["userName": .string($0)] })
+                let intent: JSON = ["intent": "create", "id": .string(conversation.id),
+                                    "displayName": .string(conversation.displayName), "members": members]
+                _ = try tx.query("select set_config('tideway.user_id', \(creatorID), true)")
+                _ = try tx.query("select app.apply_conversation_intent(\(intent.serialized())::jsonb)")
+                let partition = "conversation=" + conversation.id
+                for (index, message) in conversation.messages.enumerated() {
+                    guard let authorID = idOf[message.authorEmail] else { continue }
+                    let stamp = Timestamp.string(message.timestamp)
+                    let doc: JSON = ["_id": .string("\(conversation.id)-\(index)"), "text": .string(message.text),
+                                     "author": .string(message.authorEmail), "authorId": .string(authorID),
+                                     "timestamp": .string(stamp), "serverTimestamp": .string(stamp)]
+                    _ = try tx.query("""
+                        insert into sync.chat_messages (id, partition, doc, seq, updated_by)
+                        values (\(conversation.id + "-\(index)"), \(partition), \(doc.serialized())::jsonb, app.tick(\(partition)), \(authorID)::uuid)
+                        """)
+                }
+            }
+            created += 1
+        }
+        return created
     }
 
     /// The first seed's time, remembered, so that later runs generate the same reports.
