@@ -35,10 +35,10 @@ create function app.render_user_documents(members uuid[]) returns void
 language plpgsql security definer set search_path = app, pg_temp as $$
 begin
     update sync.users d
-       set doc = jsonb_set(d.doc, '{conversations}', app.render_conversations(d.id::uuid)),
+       set doc = jsonb_set(d.doc, '{conversations}', r.conversations),
            seq = app.tick(d.partition), version = d.version + 1, updated_at = now()
-     where d.id = any(select unnest(members)::text)
-       and d.doc->'conversations' is distinct from app.render_conversations(d.id::uuid);
+      from (select m, app.render_conversations(m) as conversations from unnest(members) m) r
+     where d.id = r.m::text and d.doc->'conversations' is distinct from r.conversations;
 end
 $$;
 
@@ -154,32 +154,37 @@ begin
 end
 $$;
 
--- The user's own writes never store `conversations` as sent: the server's rendering wins.
-create function app.user_doc_keep_conversations() returns trigger
-language plpgsql security definer set search_path = app, pg_temp as $$
-begin
-    new.doc := jsonb_set(new.doc, '{conversations}', app.render_conversations(new.id::uuid));
-    return new;
-end
-$$;
-create trigger user_doc_keep_conversations before update on sync.users
-    for each row when (new.doc is not null) execute function app.user_doc_keep_conversations();
-
 -- A new message counts as unread for every member but its author (effect 4); edits and
 -- deletes change no counts.
+-- The user document with one conversation's unread count set (unchanged if not listed).
+create function app.with_unread(user_doc jsonb, conversation text, unread int) returns jsonb
+language sql immutable as $$
+    select coalesce(
+        (select jsonb_set(user_doc, array['conversations', (e.n - 1)::text, 'unreadCount'], to_jsonb(unread))
+           from jsonb_array_elements(user_doc->'conversations') with ordinality e(v, n)
+          where e.v->>'id' = conversation limit 1),
+        user_doc)
+$$;
+
 create function app.chat_message_after_insert() returns trigger
 language plpgsql security definer set search_path = app, pg_temp as $$
 declare
     conv text := substr(new.partition, 14);
-    others uuid[];
 begin
-    others := array(select user_id from app.conversation_members
-                     where conversation_id = conv and active and user_id::text is distinct from new.doc->>'authorId'
-                     order by user_id);
-    perform app.lock_user_documents(others);
-    update app.conversation_members set unread = unread + 1
-     where conversation_id = conv and user_id = any(others);
-    perform app.render_user_documents(others);
+    -- Documents first, in id order (see the top of this file), then the counts; each
+    -- document gets its new count set in place, not a whole new rendering.
+    perform app.lock_user_documents(array(
+        select user_id from app.conversation_members
+         where conversation_id = conv and active and user_id::text is distinct from new.doc->>'authorId'));
+    with bumped as (
+        update app.conversation_members set unread = unread + 1
+         where conversation_id = conv and active and user_id::text is distinct from new.doc->>'authorId'
+        returning user_id, unread)
+    update sync.users d
+       set doc = app.with_unread(d.doc, conv, bumped.unread),
+           seq = app.tick(d.partition), version = d.version + 1, updated_at = now()
+      from bumped
+     where d.id = bumped.user_id::text;
     return null;
 end
 $$;
@@ -205,6 +210,11 @@ begin
         for intent in select * from jsonb_array_elements(coalesce(intents, '[]'::jsonb)) loop
             perform app.apply_conversation_intent(intent);
         end loop;
+        -- A user's own copy of `conversations` is never stored as sent: the server's rendering,
+        -- after the intents, is (see the top of this file).
+        if collection = 'users' and new_doc is not null then
+            new_doc := jsonb_set(new_doc, '{conversations}', app.render_conversations(app.uid()));
+        end if;
         if op = 'insert' then
             execute format($q$
                 insert into sync.%1$I as t (id, partition, doc, seq, updated_by)

@@ -24,6 +24,8 @@ if not CA:
 def session():
     """A requests session that trusts the stack's own CA."""
     s = requests.Session()
+    # REQUESTS_CA_BUNDLE in the environment would override `verify` otherwise.
+    s.trust_env = False
     s.verify = CA
     return s
 
