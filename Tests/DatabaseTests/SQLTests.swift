@@ -1,0 +1,29 @@
+import Testing
+
+@testable import Database
+
+@Suite struct SQLTests {
+    @Test func everyInterpolationIsABoundParameter() {
+        let name = "x'; drop table users; --"
+        let limit = 5
+        let sql: SQL = "select * from t where name = \(name) and n < \(limit) and tag = any(\(["a", "b\"c"]))"
+        #expect(sql.text == "select * from t where name = $1 and n < $2 and tag = any($3)")
+        #expect(sql.binds == [name, "5", #"{"a","b\"c"}"#])
+    }
+
+    @Test func fragmentsAreRenumbered() {
+        let a: SQL = "a = \(1)"
+        let b: SQL = "b = \(2) or c = \(3)"
+        let joined = SQL.join([a, b], separator: " and ")
+        #expect(joined.text == "a = $1 and b = $2 or c = $3")
+        let nested: SQL = "select \(0) where \(joined)"
+        #expect(nested.text == "select $1 where a = $2 and b = $3 or c = $4")
+        #expect(nested.binds == ["0", "1", "2", "3"])
+    }
+
+    @Test func nullsAndBytes() {
+        let missing: String? = nil
+        let sql: SQL = "values (\(missing), \(SQLBytes([0, 255, 16])))"
+        #expect(sql.binds == [nil, "\\x00ff10"])
+    }
+}
