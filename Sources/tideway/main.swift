@@ -9,7 +9,7 @@ struct Tideway: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tideway",
         abstract: "Tideway's command-line tool.",
-        subcommands: [Migrate.self, CreateUser.self, SeedDemo.self])
+        subcommands: [Migrate.self, CreateUser.self, SeedDemo.self, Compact.self])
 }
 
 /// Options every command that talks to PostgreSQL as the administrator shares.
@@ -72,5 +72,19 @@ struct SeedDemo: ParsableCommand {
     func run() throws {
         let summary = try DemoSeeder(connection: admin.connect(), dataDirectory: admin.homeFolder + "/Data").seed(reportsPerAgency: reports)
         print(summary)
+    }
+}
+
+struct Compact: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Remove tombstones older than a duration; cursors from before them get `reset`.")
+    @OptionGroup var admin: AdminDatabase
+    @Option(help: "How old a tombstone must be to go: a number and d, h, m or s (90d, 12h, 0s).") var olderThan: String = "90d"
+
+    func run() throws {
+        guard let seconds = Compactor.seconds(olderThan) else {
+            throw ValidationError("--older-than: a number followed by d, h, m or s, e.g. 90d")
+        }
+        print(try Compactor(connection: admin.connect()).compact(olderThanSeconds: seconds))
     }
 }

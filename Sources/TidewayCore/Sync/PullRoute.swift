@@ -71,7 +71,13 @@ enum PullRoute {
             }
             let clock = status?.int64("seq") ?? 0
             let compacted = status?.int64("compacted_seq") ?? 0
-            if cursor.seq < compacted {
+            // Reset only when a compaction since this cursor was given removed tombstones the
+            // client has not pulled yet. A null cursor, or one given after the last compaction
+            // (a fresh client paging from null), has missed nothing: it pulls what survives.
+            // A cursor strictly inside number `compacted` (seeded batches share one number)
+            // may have missed a removed tombstone of that same number, so it resets too.
+            if cursor != .start && cursor.horizon < compacted
+                && (cursor.seq < compacted || (cursor.seq == compacted && cursor.collection != "~")) {
                 text += #"{"status":"reset"}"#
                 changed = true
                 continue
@@ -81,10 +87,11 @@ enum PullRoute {
             let page = rows.prefix(request.limit)
             let next: Cursor
             if more, let last = page.last {
-                next = Cursor(seq: last.int64("seq") ?? 0, collection: last["coll"] ?? "", id: last["id"] ?? "")
+                next = Cursor(seq: last.int64("seq") ?? 0, collection: last["coll"] ?? "", id: last["id"] ?? "",
+                              horizon: compacted)
             } else {
                 // Everything up to the clock is delivered: later pulls start after it.
-                next = clock > cursor.seq ? .after(clock) : .after(cursor.seq)
+                next = .after(max(clock, cursor.seq), horizon: compacted)
             }
             if !page.isEmpty { changed = true }
             text += #"{"status":"ok","cursor":"# + JSON.string(next.encode(partition: name, key: key)).serialized()

@@ -26,6 +26,10 @@ public enum WritePath {
         let changes = inputs.compactMap { try? $0.get() }
         var reads: [SQL] = []
         if let clientID {
+            // One push per (user, client) at a time: a retry sent while the first attempt is
+            // still running waits for it, then finds its outcomes in the log (read after the
+            // lock, in a fresh READ COMMITTED snapshot) instead of writing everything again.
+            reads.append("select pg_advisory_xact_lock(hashtextextended(app.uid()::text || '/' || \(clientID), 740601))")
             reads.append("""
                 select change_id, result::text as result from app.push_log
                  where user_id = app.uid() and client_id = \(clientID) and change_id = any(\(changes.map(\.changeID))::text[])
@@ -43,15 +47,25 @@ public enum WritePath {
                  where id = any(\(ids)::text[]) order by id for update
                 """)
         }
+        // The caller's write right per (partition, collection), asked first: without it the
+        // answer is `forbidden` whatever the document (an invisible document would otherwise
+        // look `not_found`, and a delete or update of it would say so instead of forbidden).
+        let targets = Array(Set(changes.map { Target(partition: $0.partition.description, collection: $0.collection.rawValue) }))
+        if !targets.isEmpty {
+            reads.append("""
+                select t.p, t.c, app.can_write(t.p, t.c) as writable
+                  from unnest(\(targets.map(\.partition))::text[], \(targets.map(\.collection))::text[]) as t(p, c)
+                """)
+        }
         let readResults = reads.isEmpty ? [] : try tx.queries(reads)
 
         var earlier: [String: JSON] = [:]
         var offset = 0
         if clientID != nil {
-            for row in readResults[0].rows {
+            for row in readResults[1].rows {
                 if let id = row["change_id"], let text = row["result"] { earlier[id] = try JSON(parsing: text) }
             }
-            offset = 1
+            offset = 2
         }
         var current: [DocumentKey: StoredDocument] = [:]
         for (index, collection) in collections.enumerated() {
@@ -60,6 +74,12 @@ public enum WritePath {
                 let doc = try row["doc"].map { try JSON(parsing: $0) }
                 current[DocumentKey(collection: collection, id: id)] = StoredDocument(
                     partition: partition, doc: row.bool("deleted") == true ? nil : doc, version: row.int64("version") ?? 0)
+            }
+        }
+        var writable: Set<Target> = []
+        if !targets.isEmpty {
+            for row in readResults[offset + collections.count].rows where row.bool("writable") == true {
+                writable.insert(Target(partition: row["p"] ?? "", collection: row["c"] ?? ""))
             }
         }
 
@@ -76,6 +96,10 @@ public enum WritePath {
                 }
                 guard seenInBatch.insert(change.changeID).inserted else {
                     plan.reject(.invalid("changeId repeated in this batch"), changeID: change.changeID, log: false)
+                    continue
+                }
+                guard writable.contains(Target(partition: change.partition.description, collection: change.collection.rawValue)) else {
+                    plan.reject(.forbidden("no write right on this partition"), changeID: change.changeID)
                     continue
                 }
                 let key = DocumentKey(collection: change.collection, id: change.id)
@@ -144,6 +168,11 @@ public enum WritePath {
     static func duplicate(of first: JSON, changeID: String) -> JSON {
         guard first["status"]?.stringValue == "applied" else { return first }
         return ["changeId": .string(changeID), "status": "duplicate", "version": first["version"] ?? .null]
+    }
+
+    struct Target: Hashable {
+        let partition: String
+        let collection: String
     }
 
     struct DocumentKey: Hashable {

@@ -1,0 +1,192 @@
+"""Helpers shared by the sync end-to-end tests: pulling and pushing over HTTPS, the
+server's own view of a partition (a superuser query of the sync.* tables), and arranging
+chat state that only the server's chat effects would create (users documents,
+conversations), so that every partition kind has documents to be isolated."""
+import json
+import uuid
+
+import requests
+
+from conftest import CA, URL, admin_db, login
+
+TABLES = {"reports": "reports", "photos": "photos", "dutyChanges": "duty_changes", "menuData": "menu_data",
+          "mpas": "mpas", "users": "users", "chatsters": "chatsters", "chatMessages": "chat_messages"}
+KIND_COLLECTIONS = {"agency": ["reports", "photos", "dutyChanges", "menuData", "mpas"], "user": ["users"],
+                    "all-users": ["chatsters"], "conversation": ["chatMessages"]}
+TS = "2024-05-01T10:00:00Z"
+
+
+class CASession(requests.Session):
+    """A session that always checks the stack's own CA (a session's `verify` alone loses to
+    REQUESTS_CA_BUNDLE / CURL_CA_BUNDLE in the environment)."""
+
+    def request(self, method, url, **kwargs):
+        kwargs.setdefault("verify", CA)
+        return super().request(method, url, **kwargs)
+
+
+class Client:
+    """One signed-in user with a kept-alive HTTPS session."""
+
+    def __init__(self, email):
+        answer = login(email)
+        self.email = email
+        self.token = answer["accessToken"]
+        self.user = answer["user"]
+        self.id = self.user["id"]
+        self.http = CASession()
+        self.http.headers["Authorization"] = f"Bearer {self.token}"
+
+    def post(self, path, body, **kwargs):
+        return self.http.post(URL + path, json=body, timeout=60, **kwargs)
+
+    def pull_raw(self, partitions, limit=None, wait=None):
+        body = {"partitions": partitions}
+        if limit is not None:
+            body["limit"] = limit
+        if wait is not None:
+            body["wait"] = wait
+        return self.post("/api/v1/sync/pull", body)
+
+    def pull(self, partitions, **kwargs):
+        r = self.pull_raw(partitions, **kwargs)
+        assert r.status_code == 200, r.text
+        return r.json()["partitions"]
+
+    def push_raw(self, changes, client_id=None):
+        return self.post("/api/v1/sync/push", {"clientId": client_id or uuid.uuid4().hex, "changes": changes})
+
+    def push(self, changes, client_id=None):
+        r = self.push_raw(changes, client_id)
+        assert r.status_code == 200, r.text
+        results = r.json()["results"]
+        assert [x["changeId"] for x in results] == [c["changeId"] for c in changes]
+        return results
+
+
+class Replica:
+    """A client's copy of partitions, kept by pulling until `more` is false."""
+
+    def __init__(self, client, partitions, limit=1000):
+        self.client = client
+        self.cursors = {p: None for p in partitions}
+        self.docs = {p: {} for p in partitions}
+        self.limit = limit
+        self.pages = 0
+
+    def pull_once(self):
+        """One pull of every partition; True when some partition said `more`."""
+        answer = self.client.pull(dict(self.cursors), limit=self.limit)
+        more = False
+        for p, entry in answer.items():
+            assert entry["status"] == "ok", (p, entry)
+            for change in entry["changes"]:
+                key = (change["collection"], change["id"])
+                if change["op"] == "delete":
+                    self.docs[p].pop(key, None)
+                else:
+                    assert change["op"] == "upsert" and change["doc"]["_id"] == change["id"]
+                    self.docs[p][key] = change["doc"]
+            self.cursors[p] = entry["cursor"]
+            more = more or entry["more"]
+        self.pages += 1
+        return more
+
+    def sync(self):
+        while self.pull_once():
+            pass
+
+
+def server_state(partition):
+    """Every live document of a partition, as the database holds it."""
+    kind = partition.split("=", 1)[0]
+    state = {}
+    with admin_db() as conn, conn.cursor() as cur:
+        for collection in KIND_COLLECTIONS[kind]:
+            cur.execute(f"select id, doc from sync.{TABLES[collection]} where partition = %s and not deleted",
+                        (partition,))
+            for doc_id, doc in cur.fetchall():
+                state[(collection, doc_id)] = doc
+    return state
+
+
+def counts():
+    """Rows of every sync table, the clocks and the push log: to show that nothing was written."""
+    with admin_db() as conn, conn.cursor() as cur:
+        parts = [f"(select count(*) from sync.{t})" for t in TABLES.values()]
+        parts += ["(select coalesce(sum(seq), 0) from app.partition_clocks)", "(select count(*) from app.push_log)",
+                  "(select coalesce(sum(version), 0) from sync.reports)"]
+        cur.execute("select " + ", ".join(parts))
+        return cur.fetchone()
+
+
+def user_id(email):
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("select id::text from app.users where lower(email) = lower(%s)", (email,))
+        return cur.fetchone()[0]
+
+
+def ensure_user_document(uid, email):
+    """The user's own `users` document, as the chat server effects will create it (issue 4)."""
+    p = f"user={uid}"
+    doc = {"_id": uid, "userName": email, "displayName": email, "presence": "Off-Line", "conversations": []}
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("insert into sync.users (id, partition, doc, seq) values (%s, %s, %s, app.tick(%s)) "
+                    "on conflict (id) do nothing", (uid, p, json.dumps(doc), p))
+        cur.execute("insert into sync.chatsters (id, partition, doc, seq) values (%s, 'all-users=all-the-users', %s, "
+                    "app.tick('all-users=all-the-users')) on conflict (id) do nothing",
+                    (uid, json.dumps({"_id": uid, "userName": email, "displayName": email, "presence": "Off-Line"})))
+
+
+def new_conversation(member_ids):
+    """A conversation with these members and one message, as server-side state."""
+    cid = "conv-" + uuid.uuid4().hex[:12]
+    p = f"conversation={cid}"
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("insert into app.conversations (id, display_name, created_by) values (%s, %s, %s)",
+                    (cid, "test", member_ids[0]))
+        for m in member_ids:
+            cur.execute("insert into app.conversation_members (conversation_id, user_id) values (%s, %s)", (cid, m))
+        mid = uuid.uuid4().hex
+        cur.execute("insert into sync.chat_messages (id, partition, doc, seq) values (%s, %s, %s, app.tick(%s))",
+                    (mid, p, json.dumps({"_id": mid, "text": "hello", "timestamp": TS, "authorId": member_ids[0]}), p))
+    return cid
+
+
+def new_agency():
+    """A fresh agency of its own, so that a test's partition is its alone."""
+    key = "T " + uuid.uuid4().hex[:8]
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("insert into app.agencies (key, name) values (%s, %s)", (key, key))
+    return key
+
+
+def doc_for(collection, doc_id, uid=None, email=None):
+    """A valid new document of each collection."""
+    return {
+        "reports": {"_id": doc_id, "timestamp": TS, "draft": True},
+        "photos": {"_id": doc_id, "date": TS},
+        "dutyChanges": {"_id": doc_id, "user": {"email": "x@test.tideway"}, "date": TS, "status": "On Duty"},
+        "menuData": {"_id": doc_id, "ports": ["Libreville"]},
+        "mpas": {"_id": doc_id, "name": "Test area", "coordinates": [[9.0, 0.0], [9.5, 0.0], [9.5, 0.5], [9.0, 0.0]]},
+        "users": {"_id": doc_id, "userName": email or "nobody@test.tideway", "displayName": email or "nobody",
+                  "presence": "Off-Line", "conversations": [], "userPreferences": {"shareLocation": True}},
+        "chatsters": {"_id": doc_id, "userName": "x@test.tideway"},
+        "chatMessages": {"_id": doc_id, "text": "hi", "timestamp": TS},
+    }[collection]
+
+
+PATCHES = {"reports": {"draft": False}, "photos": {"referencingReportID": "r-1"}, "dutyChanges": {"status": "Off Duty"},
+           "menuData": {"ports": ["Port-Gentil"]}, "mpas": {"name": "Renamed"},
+           "users": {"userPreferences": {"shareLocation": False}}, "chatsters": {"displayName": "y"},
+           "chatMessages": {"text": "edited"}}
+
+
+def change(op, collection, partition, doc_id, body=None, change_id=None):
+    c = {"changeId": change_id or uuid.uuid4().hex, "collection": collection, "partition": partition, "id": doc_id,
+         "op": op}
+    if op == "insert":
+        c["doc"] = body
+    elif op == "update":
+        c["patch"] = body
+    return c
