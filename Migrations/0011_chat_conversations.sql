@@ -216,18 +216,30 @@ begin
             new_doc := jsonb_set(new_doc, '{conversations}', app.render_conversations(app.uid()));
         end if;
         if op = 'insert' then
+            -- A replayed offline insert of an existing document (or tombstone) of this
+            -- partition is an update of it: as an UPDATE, so that it needs only the update
+            -- right (a user's own `users` document may be updated, never inserted). (0006)
             execute format($q$
-                insert into sync.%1$I as t (id, partition, doc, seq, updated_by)
-                values ($1, $2, $3, app.tick($2), app.uid())
-                on conflict (id) do update
-                   set doc = excluded.doc, deleted = false, seq = excluded.seq, version = t.version + 1,
-                       updated_at = now(), updated_by = excluded.updated_by
-                 where t.partition = excluded.partition
+                update sync.%1$I
+                   set doc = $3, deleted = false, seq = app.tick($2), version = version + 1,
+                       updated_at = now(), updated_by = app.uid()
+                 where id = $1 and partition = $2
                 returning version $q$, tbl)
                 into new_version using doc_id, p, new_doc;
             if new_version is null then
-                outcome := jsonb_build_object('status', 'rejected', 'error',
-                    jsonb_build_object('code', 'invalid', 'message', 'a document cannot move to another partition'));
+                execute format($q$
+                    insert into sync.%1$I as t (id, partition, doc, seq, updated_by)
+                    values ($1, $2, $3, app.tick($2), app.uid())
+                    on conflict (id) do update
+                       set doc = excluded.doc, deleted = false, seq = excluded.seq, version = t.version + 1,
+                           updated_at = now(), updated_by = excluded.updated_by
+                     where t.partition = excluded.partition
+                    returning version $q$, tbl)
+                    into new_version using doc_id, p, new_doc;
+                if new_version is null then
+                    outcome := jsonb_build_object('status', 'rejected', 'error',
+                        jsonb_build_object('code', 'invalid', 'message', 'a document cannot move to another partition'));
+                end if;
             end if;
         elsif op in ('update', 'delete') then
             execute format($q$
