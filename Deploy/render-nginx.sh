@@ -65,6 +65,7 @@ conf=${conf//@TLS_CERT@/$TLS_CERT}
 conf=${conf//@TLS_KEY@/$TLS_KEY}
 conf=${conf//@STATIC_DIR@/$STATIC_DIR}
 conf=${conf//@BLOB_ROOT@/$BLOB_ROOT}
+conf=${conf//@RUN_DIR@/$RUN_DIR}
 
 if grep -q '@[A-Z0-9_]*@' <<<"$conf"; then
     echo "render-nginx.sh: unreplaced placeholder in the template" >&2

@@ -162,6 +162,18 @@ workers_up() {
     done
 }
 
+# The change-event publisher (tideway events), supervised like a worker. It needs nginx's
+# publisher socket, so it starts after nginx; until then it retries on its own.
+events_up() {
+    [[ -x $TIDEWAY ]] || return 0
+    if running "$run/supervise-events.pid" "$run/events.pid"; then return; fi
+    say "starting the event publisher"
+    TIDEWAY_DATABASE=$worker_db TIDEWAY_EVENTS_SOCKET=$run/events-publish.sock \
+        setsid "$repo/Deploy/dev/supervise.sh" "$run/events.pid" "$logs/events.log" "$TIDEWAY" events \
+        </dev/null >>"$logs/events.log" 2>&1 &
+    echo $! >"$run/supervise-events.pid"
+}
+
 nginx_conf() {
     local modules=/usr/lib/nginx/modules
     {
@@ -170,9 +182,11 @@ nginx_conf() {
         [[ $(id -u) != 0 ]] || echo "user root; # see the header of Deploy/dev/stack.sh"
         cat <<CONF
 worker_processes auto;
+# Change-event streams are long-lived connections: room for tens of thousands.
+worker_rlimit_nofile 65536;
 pid $run/nginx.pid;
 error_log $logs/nginx-error.log;
-events { worker_connections 1024; }
+events { worker_connections 20000; }
 http {
     include /etc/nginx/mime.types;
     default_type application/octet-stream;
@@ -239,6 +253,7 @@ cmd_up() {
     make_tls
     workers_up
     nginx_up
+    events_up
     wait_ready
     cat <<MSG
 
@@ -282,8 +297,8 @@ cmd_down() {
     local f
     for f in "$run"/supervise-*.pid; do
         [[ -e $f ]] || continue
-        if running "$f" "$run/worker-"; then
-            say "stopping $(basename "$f" .pid) and its worker"
+        if running "$f" "$run/"; then
+            say "stopping $(basename "$f" .pid) and its child"
             pid=$(<"$f")
             kill -TERM "$pid"
             wait_gone "$pid"
@@ -304,8 +319,10 @@ cmd_status() {
     for f in "$run"/supervise-*.pid; do
         [[ -e $f ]] || continue
         i=${f##*supervise-} i=${i%.pid}
-        if running "$f" "$run/worker-$i.pid"; then
-            say "worker $i: supervisor $(<"$f"), worker pid $(cat "$run/worker-$i.pid" 2>/dev/null || echo none)"
+        local child=$run/worker-$i.pid
+        [[ $i != events ]] || child=$run/events.pid
+        if running "$f" "$child"; then
+            say "worker $i: supervisor $(<"$f"), pid $(cat "$child" 2>/dev/null || echo none)"
         else
             say "worker $i: stopped"
         fi

@@ -9,7 +9,7 @@ struct Tideway: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tideway",
         abstract: "Tideway's command-line tool.",
-        subcommands: [Migrate.self, CreateUser.self, SeedDemo.self, Compact.self])
+        subcommands: [Migrate.self, CreateUser.self, SeedDemo.self, Events.self, Compact.self])
 }
 
 /// Options every command that talks to PostgreSQL as the administrator shares.
@@ -86,5 +86,19 @@ struct Compact: ParsableCommand {
             throw ValidationError("--older-than: a number followed by d, h, m or s, e.g. 90d")
         }
         print(try Compactor(connection: admin.connect()).compact(olderThanSeconds: seconds))
+    }
+}
+
+struct Events: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Publish commit notifications to nginx (nchan) as change events; runs until stopped.")
+    @Option(help: "libpq connection string (default: $TIDEWAY_DATABASE).") var database: String?
+    @Option(help: "nginx's publisher socket (default: $TIDEWAY_EVENTS_SOCKET).") var socket: String?
+
+    func run() throws {
+        let env = ProcessInfo.processInfo.environment
+        guard let conninfo = database ?? env["TIDEWAY_DATABASE"] else { throw ValidationError("set --database or TIDEWAY_DATABASE") }
+        guard let path = socket ?? env["TIDEWAY_EVENTS_SOCKET"] else { throw ValidationError("set --socket or TIDEWAY_EVENTS_SOCKET") }
+        EventPublisher(conninfo: conninfo, publishSocket: path).run()
     }
 }

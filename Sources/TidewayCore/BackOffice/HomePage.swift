@@ -12,6 +12,8 @@ enum HomePage {
         let displayName: String
         let roleLabel: String
         let agency: String?
+        /// The agency's partition: the page offers a refresh when it changes.
+        var livePartition: String? { agency.map { Partition.agency($0) } }
     }
 
     static func show(_ context: RequestContext) throws -> HTTPResponse {

@@ -5,6 +5,7 @@ public enum Routes {
         AuthRoutes.register(&router)
         SyncRoutes.register(&router)
         RegisterRoute.register(&router)
+        EventRoutes.register(&router)
         LoginPages.register(&router)
         HomePage.register(&router)
     }

@@ -1,0 +1,186 @@
+"""Change events (sync-protocol.md): Server-Sent Events held by nginx's nchan, authorized
+by the workers, published from commit notifications."""
+import queue
+import threading
+import time
+import uuid
+
+import requests
+
+from conftest import CA, URL, admin_db, api, login, new_user
+from sync_client import SyncClient
+
+
+class Stream:
+    """An open events stream read on a thread: events and the end of the stream go to a queue."""
+
+    def __init__(self, token=None, partitions=(), last_event_id=None, cookies=None):
+        query = "&".join("partition=" + requests.utils.quote(p, safe="") for p in partitions)
+        headers = {"Accept": "text/event-stream"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        if last_event_id:
+            headers["Last-Event-ID"] = last_event_id
+        session = requests.Session()
+        session.trust_env = False
+        self.response = session.get(f"{URL}/api/v1/sync/events?{query}", headers=headers, cookies=cookies,
+                                    stream=True, verify=CA, timeout=(10, 120))
+        self.status = self.response.status_code
+        self.events = queue.Queue()
+        self.last_id = None
+        if self.status == 200:
+            threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        event = {}
+        try:
+            for raw in self.response.iter_lines(decode_unicode=True):
+                if raw is None:
+                    continue
+                if raw == "":
+                    if "data" in event:
+                        self.events.put(event)
+                    event = {}
+                elif raw.startswith(":"):
+                    continue
+                else:
+                    field, _, value = raw.partition(":")
+                    event[field] = value.lstrip()
+                    if field == "id":
+                        self.last_id = event[field]
+        except Exception:
+            pass
+        self.events.put(None)  # the stream ended
+
+    def next(self, timeout=10):
+        try:
+            return self.events.get(timeout=timeout)
+        except queue.Empty:
+            return "timeout"
+
+    def close(self):
+        self.response.close()
+
+
+def push_report(email, agency="Gabon"):
+    client = SyncClient(login(email)["accessToken"])
+    rid = uuid.uuid4().hex[:24]
+    doc = {"timestamp": "2026-11-21T10:00:00Z",
+           "vessel": {"name": "Evented", "homePort": "Libreville", "nationality": "GA", "permitNumber": "E-1"}}
+    result = client.push_one({"collection": "reports", "partition": f"agency={agency}", "id": rid, "op": "insert", "doc": doc})
+    assert result["status"] == "applied", result
+
+
+def wait_until_subscribed(stream):
+    # nchan answers the handshake at once; give its subscribe hook a moment.
+    time.sleep(0.3)
+
+
+def test_a_push_reaches_a_subscriber_and_no_other_agency():
+    officer = new_user(agency="Gabon")
+    other = new_user(agency="WildAid")
+    mine = Stream(login(officer)["accessToken"], ["agency=Gabon"])
+    theirs = Stream(login(other)["accessToken"], ["agency=WildAid"])
+    assert mine.status == 200 and theirs.status == 200
+    assert mine.response.headers["Content-Type"].startswith("text/event-stream")
+    wait_until_subscribed(mine)
+    push_report("gabon.officer2@demo.tideway")
+    event = mine.next()
+    assert event not in (None, "timeout"), event
+    assert event["event"] == "change"
+    assert '"agency=Gabon"' in event["data"]
+    assert theirs.next(timeout=2) == "timeout"
+    mine.close()
+    theirs.close()
+
+
+def test_forbidden_invalid_and_unauthenticated_subscriptions_are_refused():
+    token = login("gabon.officer1@demo.tideway")["accessToken"]
+    forbidden = Stream(token, ["agency=Gabon", "agency=WildAid"])
+    assert forbidden.status == 403 and forbidden.response.json()["error"]["code"] == "forbidden"
+    assert Stream(token, ["foo"]).status == 400
+    assert Stream(token, []).status == 400
+    assert Stream("not-a-token", ["agency=Gabon"]).status == 401
+    assert Stream(None, ["agency=Gabon"]).status == 401
+    # the internal locations are not reachable from outside
+    assert api("GET", "/_events/pabc").status_code == 404
+    assert api("GET", "/_events_hook/subscribe").status_code == 404
+
+
+def test_logout_closes_an_open_stream():
+    email = new_user(agency="Gabon")
+    answer = login(email)
+    stream = Stream(answer["accessToken"], ["agency=Gabon"])
+    assert stream.status == 200
+    wait_until_subscribed(stream)
+    assert api("POST", "/api/v1/auth/logout", answer["accessToken"]).status_code == 204
+    assert stream.next(timeout=10) is None  # the stream ended
+    assert Stream(answer["accessToken"], ["agency=Gabon"]).status == 401
+
+
+def test_moving_to_another_agency_closes_the_stream_and_reconnecting_is_refused():
+    email = new_user(agency="Gabon")
+    answer = login(email)
+    stream = Stream(answer["accessToken"], ["agency=Gabon"])
+    wait_until_subscribed(stream)
+    with admin_db() as db, db.cursor() as cur:
+        cur.execute("update app.users set agency = 'WildAid' where email = %s", (email,))
+    assert stream.next(timeout=10) is None
+    assert Stream(answer["accessToken"], ["agency=Gabon"]).status == 403
+    assert Stream(answer["accessToken"], ["agency=WildAid"]).status == 200
+
+
+def test_a_reconnecting_subscriber_learns_what_it_missed():
+    token = login(new_user(agency="Gabon"))["accessToken"]
+    stream = Stream(token, ["agency=Gabon"])
+    wait_until_subscribed(stream)
+    push_report("gabon.officer2@demo.tideway")
+    first = stream.next()
+    assert first not in (None, "timeout")
+    last_id = stream.last_id
+    assert last_id
+    stream.close()
+    push_report("gabon.officer2@demo.tideway")  # while disconnected
+    again = Stream(token, ["agency=Gabon"], last_event_id=last_id)
+    missed = again.next()
+    assert missed not in (None, "timeout"), missed
+    assert '"agency=Gabon"' in missed["data"]
+    again.close()
+
+
+def test_an_open_stream_keeps_its_user_on_line():
+    email = new_user(agency=None)
+    answer = login(email)
+    me = f"user={answer['user']['id']}"
+    stream = Stream(answer["accessToken"], [me])
+    wait_until_subscribed(stream)
+
+    def presence():
+        with admin_db() as db, db.cursor() as cur:
+            cur.execute("select app.sweep_presence(0)")  # as if everyone had been idle for a minute
+            cur.execute("select doc->>'presence' from sync.users where id = %s", (answer["user"]["id"],))
+            return cur.fetchone()[0]
+
+    assert presence() == "On-Line"
+    stream.close()
+    deadline = time.time() + 10
+    while presence() != "Off-Line" and time.time() < deadline:
+        time.sleep(0.2)
+    assert presence() == "Off-Line"
+
+
+def test_the_back_office_subscribes_with_its_session_cookie():
+    s = requests.Session()
+    s.trust_env = False
+    s.verify = CA
+    page = s.get(URL + "/login")
+    import re
+    csrf = re.search(r'name="_csrf" value="([^"]+)"', page.text).group(1)
+    r = s.post(URL + "/login", data={"email": "gabon.admin@demo.tideway", "password": "tideway-demo", "_csrf": csrf},
+               allow_redirects=False)
+    assert r.status_code == 303
+    home = s.get(URL + "/")
+    assert 'data-live-partition="agency=Gabon"' in home.text and "/static/live.js" in home.text
+    stream = Stream(None, ["agency=Gabon"], cookies=s.cookies)
+    assert stream.status == 200
+    stream.close()
