@@ -7,7 +7,6 @@ import threading
 import time
 import warnings
 
-import pytest
 
 from conftest import STATE, admin_db, api, error_of, fastcgi, login, new_user, worker_pids
 

@@ -9,7 +9,7 @@ import urllib.parse
 import pytest
 import requests
 
-from conftest import CA, PASSWORD, STATE, URL, admin_db, api, new_user, session
+from conftest import PASSWORD, STATE, URL, admin_db, api, new_user, session
 
 SECURITY_HEADERS = {
     "Strict-Transport-Security": lambda v: re.fullmatch(r"max-age=\d{7,}.*", v),
