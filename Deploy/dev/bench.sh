@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Run every executable Bench/*.sh and Tests/Bench/* against a stack of its
-# own in .state/bench (ports 8643 and 8280 unless BENCH_HTTPS_PORT/BENCH_HTTP_PORT), kept between runs so its data
-# is reused. Each benchmark gets TIDEWAY_BENCH_URL, TIDEWAY_BENCH_CA and
-# TIDEWAY_BENCH_STATE.
+# own in .state/bench (ports 8643 and 8280, or BENCH_HTTPS_PORT and
+# BENCH_HTTP_PORT so that several checkouts can run it), kept between runs so
+# its data is reused. Each benchmark gets TIDEWAY_BENCH_URL, TIDEWAY_BENCH_CA
+# and TIDEWAY_BENCH_STATE.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
-# Ports can be moved (BENCH_HTTPS_PORT, BENCH_HTTP_PORT) so that several checkouts bench at once.
 export STATE=$repo/.state/bench HTTPS_PORT=${BENCH_HTTPS_PORT:-8643} HTTP_PORT=${BENCH_HTTP_PORT:-8280}
 stack=$repo/Deploy/dev/stack.sh
 

@@ -29,6 +29,17 @@ public final class Connection {
     /// False once the server went away: the pool drops the connection and opens a new one.
     public var isHealthy: Bool { conn.map { PQstatus($0) == CONNECTION_OK } ?? false }
 
+    /// False when the server has ended this connection while it sat idle in the pool (a
+    /// restart, `pg_terminate_backend`). libpq notices that only on the next use, which would
+    /// then fail a request although the database is back. Nothing was asked of an idle
+    /// connection, so anything to read on its socket is the server's goodbye (or at least
+    /// nothing a later answer may be mixed up with): such a connection is not reused.
+    public var isOpenAndQuiet: Bool {
+        guard let conn, PQstatus(conn) == CONNECTION_OK else { return false }
+        var socket = pollfd(fd: PQsocket(conn), events: Int16(POLLIN), revents: 0)
+        return poll(&socket, 1, 0) == 0
+    }
+
     /// True when the last pipeline left an open transaction block.
     var inTransaction: Bool {
         guard let conn else { return false }

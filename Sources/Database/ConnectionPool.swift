@@ -30,7 +30,7 @@ public final class ConnectionPool: @unchecked Sendable {
         condition.lock()
         while idle.isEmpty && open >= capacity { condition.wait() }
         if let connection = idle.popLast() {
-            if connection.isHealthy {
+            if connection.isOpenAndQuiet {
                 condition.unlock()
                 return connection
             }

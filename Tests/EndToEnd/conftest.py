@@ -27,6 +27,9 @@ def session():
     # REQUESTS_CA_BUNDLE in the environment would override `verify` otherwise.
     s.trust_env = False
     s.verify = CA
+    # Otherwise REQUESTS_CA_BUNDLE / CURL_CA_BUNDLE from the environment (set on many
+    # machines and CI images) win over s.verify, and the stack's certificate fails.
+    s.trust_env = False
     return s
 
 
@@ -77,5 +80,104 @@ def new_user(role="officer", agency="Gabon", password=PASSWORD):
 
 
 @pytest.fixture
+def own_address_failures():
+    """Every test signs in from 127.0.0.1, like all the others, and the rate limit also
+    counts failures per address (30 in 10 minutes). A test that fails sign-ins on purpose
+    takes its own failures off that count afterwards, so later tests are not refused."""
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("select clock_timestamp()")
+        started = cur.fetchone()[0]
+    yield
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("delete from app.login_failures where key like 'address:%%' and at >= %s", (started,))
+
+
+@pytest.fixture
 def fresh_officer():
     return new_user()
+
+
+def error_of(response, status, code):
+    """Checks that an API answer is the contract's JSON error with this status and code,
+    and answers its body."""
+    assert response.status_code == status, (response.status_code, response.text)
+    assert response.headers.get("Content-Type", "").startswith("application/json"), response.headers
+    body = response.json()
+    assert set(body) == {"error"} and body["error"]["code"] == code, body
+    assert isinstance(body["error"]["message"], str) and body["error"]["message"]
+    return body
+
+
+def worker_pids():
+    """The pid of each worker process of the stack, from the supervisors' pid files
+    (None for a file the supervisor is rewriting at that moment)."""
+    run = os.path.join(STATE, "run")
+    pids = {}
+    for name in sorted(os.listdir(run)):
+        if name.startswith("worker-") and name.endswith(".pid"):
+            with open(os.path.join(run, name)) as f:
+                text = f.read().strip()
+            pids[name[:-4]] = int(text) if text.isdigit() else None
+    return pids
+
+
+def fastcgi(socket_path, method, path, headers=None, body=b"", content_length=None, timeout=10,
+            remote_addr="127.0.0.1"):
+    """One request straight to a worker's FastCGI socket, past nginx: to reach one given
+    worker, or to send what nginx would refuse. Answers (status, headers, body)."""
+    import socket
+    import struct
+
+    def record(kind, content, request_id=1):
+        return struct.pack(">BBHHBx", 1, kind, request_id, len(content), 0) + content
+
+    def pair(name, value):
+        out = b""
+        for item in (name, value):
+            n = len(item)
+            out += bytes([n]) if n < 128 else struct.pack(">I", n | 0x80000000)
+        return out + name + value
+
+    path_only, _, query = path.partition("?")
+    params = {"REQUEST_METHOD": method, "REQUEST_URI": path, "DOCUMENT_URI": path_only, "QUERY_STRING": query,
+              "REMOTE_ADDR": remote_addr, "HTTPS": "on", "SERVER_PROTOCOL": "HTTP/1.1",
+              "CONTENT_LENGTH": str(len(body) if content_length is None else content_length)}
+    for name, value in (headers or {}).items():
+        key = name.upper().replace("-", "_")
+        params[key if key == "CONTENT_TYPE" else "HTTP_" + key] = value
+    encoded = b"".join(pair(k.encode(), v.encode()) for k, v in params.items())
+    # FCGI_BEGIN_REQUEST (responder, no keep-alive), FCGI_PARAMS, FCGI_STDIN, each ended by an empty record.
+    message = record(1, struct.pack(">HB5x", 1, 0)) + record(4, encoded) + record(4, b"")
+    for i in range(0, len(body), 65535):
+        message += record(5, body[i:i + 65535])
+    message += record(5, b"")
+    out = b""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        s.connect(socket_path)
+        s.sendall(message)
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+            ended = False
+            while len(data) >= 8:
+                _, kind, _, length, padding = struct.unpack(">BBHHB", data[:7])
+                if len(data) < 8 + length + padding:
+                    break
+                if kind == 6:  # FCGI_STDOUT
+                    out += data[8:8 + length]
+                elif kind == 3:  # FCGI_END_REQUEST
+                    ended = True
+                data = data[8 + length + padding:]
+            if ended:
+                break
+    head, _, content = out.partition(b"\r\n\r\n")
+    answer_headers = {}
+    for line in head.decode().split("\r\n"):
+        name, _, value = line.partition(":")
+        answer_headers[name.strip().lower()] = value.strip()
+    status = int(answer_headers.get("status", "200").split()[0])
+    return status, answer_headers, content

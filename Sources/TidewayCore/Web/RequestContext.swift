@@ -78,6 +78,19 @@ public final class RequestContext {
         return try asCaller(token: token, readOnly: readOnly, snapshot: snapshot, body)
     }
 
+    /// The API caller's claims without reading who they are: for handlers that need no
+    /// `CallerInfo`. BEGIN and app.authenticate then really ride with the body's first
+    /// query (building a `CallerInfo` has to send them first, a round trip of its own);
+    /// an unknown, expired or revoked token still fails that query with 401.
+    public func withAPIClaims<T>(readOnly: Bool = false, _ body: (Transaction) throws -> T) throws -> T {
+        guard let token = bearerToken else { throw AppError.unauthenticated }
+        return try app.database.withConnection { connection in
+            try withRetry {
+                try connection.transaction(readOnly: readOnly, opening: [Tokens.authenticate(token: token, kind: .access)], body)
+            }
+        }
+    }
+
     /// A transaction with no caller (sign-in, health): sees nothing the policies guard.
     public func anonymous<T>(readOnly: Bool = false, _ body: (Transaction) throws -> T) throws -> T {
         try app.database.withConnection { connection in

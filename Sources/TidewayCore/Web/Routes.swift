@@ -3,6 +3,7 @@ public enum Routes {
     public static func all(_ router: inout Router) {
         HealthRoutes.register(&router)
         AuthRoutes.register(&router)
+        MeRoute.register(&router)
         SyncRoutes.register(&router)
         RegisterRoute.register(&router)
         EventRoutes.register(&router)
