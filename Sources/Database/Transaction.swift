@@ -15,6 +15,9 @@ public final class Transaction {
 
     /// Results of the opening statements (e.g. the claims function's answer), once sent.
     public private(set) var openingResults: [QueryResult] = []
+    /// Why the opening statements failed, once they were sent and did.
+    public private(set) var openingFailure: DatabaseError?
+
     /// The answer of the last statement sent.
     public private(set) var lastResult: QueryResult?
 
@@ -25,13 +28,18 @@ public final class Transaction {
     /// Several statements in one round trip.
     public func queries(_ statements: [SQL]) throws(DatabaseError) -> [QueryResult] {
         precondition(!finished, "transaction already finished")
+        // The opening failed (e.g. an unknown token): everything after it fails the same way.
+        if let openingFailure { throw openingFailure }
         let batch = pending + statements
         pending = []
         let results: [QueryResult]
         do {
             results = try connection.pipeline(batch)
         } catch var error {
-            if let i = error.statementIndex { error.statementIndex = i - openingCount }
+            if let i = error.statementIndex {
+                if i < openingCount { openingFailure = error }
+                error.statementIndex = i - openingCount
+            }
             openingCount = 0
             throw error
         }
@@ -70,6 +78,9 @@ public final class Transaction {
         _ = try queries(["commit"])
         finished = true
     }
+
+    /// True until the opening statements have gone out with a query.
+    public var openingPending: Bool { openingCount > 0 }
 
     func rollback() {
         finished = true

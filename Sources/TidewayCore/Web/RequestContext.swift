@@ -65,7 +65,7 @@ public final class RequestContext {
         try app.database.withConnection { connection in
             try withRetry {
                 try connection.transaction(readOnly: readOnly, snapshot: snapshot, opening: [Tokens.authenticate(token: token, kind: kind)]) { tx in
-                    try body(tx, CallerInfo(tx))
+                    try body(tx, CallerInfo(lazy: tx))
                 }
             }
         }
