@@ -13,16 +13,18 @@ public final class Presence: Sendable {
         self.interval = interval
     }
 
-    /// Call after a successful sync request of `caller`.
-    func touch(_ context: RequestContext, caller: CallerInfo) {
+    /// Call after a successful sync request (its Bearer token identifies the login).
+    func touch(_ context: RequestContext) {
+        guard let token = context.bearerToken else { return }
+        let key = Crypto.hex(Crypto.sha256(token))
         let now = Date()
         let due = lastTouch.withLock { seen -> Bool in
-            if let last = seen[caller.userID], now.timeIntervalSince(last) < interval { return false }
+            if let last = seen[key], now.timeIntervalSince(last) < interval { return false }
             if seen.count > 50_000 { seen.removeAll() }
-            seen[caller.userID] = now
+            seen[key] = now
             return true
         }
-        guard due, let token = context.bearerToken else { return }
+        guard due else { return }
         do {
             try context.asCaller(token: token) { tx, _ in _ = try tx.query("select app.touch_presence()") }
         } catch {

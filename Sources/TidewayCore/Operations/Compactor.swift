@@ -39,8 +39,11 @@ public struct Compactor {
                     update app.partition_clocks c set compacted_seq = greatest(c.compacted_seq, r.top)
                       from (select partition, max(seq) as top from removed group by partition) r
                      where c.partition = r.partition
-                    returning c.partition)
-                select (select count(*) from removed) as tombstones, (select count(*) from horizons) as partitions
+                    returning c.partition),
+                -- Workers answer idle polls from what notifications told them: tell them this too.
+                told as (select pg_notify('tideway_changes', partition) from horizons)
+                select (select count(*) from removed) as tombstones, (select count(*) from horizons) as partitions,
+                       (select count(*) from told) as told
                 """).first
             return Summary(tombstones: Int(row?.int64("tombstones") ?? 0), partitions: Int(row?.int64("partitions") ?? 0))
         }

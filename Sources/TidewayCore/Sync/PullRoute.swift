@@ -12,7 +12,8 @@ enum PullRoute {
         while true {
             // Read before the snapshot: a commit after it wakes the wait below.
             let seen = hub.generation
-            let answer = try run(request, context: context)
+            let answer = try unchanged(request, context: context) ?? run(request, context: context)
+            context.app.presence.touch(context)
             if answer.changed || request.wait == 0 || Date() >= deadline {
                 return .jsonText(answer.text)
             }
@@ -22,6 +23,34 @@ enum PullRoute {
                 return .jsonText(answer.text)
             }
         }
+    }
+
+    /// When every cursor stands after its partition's last change, one statement can tell
+    /// whether anything changed (app.unchanged); nil when the full pull must run.
+    static func unchanged(_ request: PullRequest, context: RequestContext) throws -> Answer? {
+        guard let token = context.bearerToken, !request.partitions.isEmpty else { return nil }
+        var names: [String] = [], seqs: [String] = [], horizons: [String] = []
+        for entry in request.partitions {
+            guard case .from(_, let cursor) = entry.start, cursor.collection == "~", cursor != .start else { return nil }
+            names.append(entry.name)
+            seqs.append(String(cursor.seq))
+            horizons.append(String(cursor.horizon))
+        }
+        let same = try context.anonymous(readOnly: true) { tx in
+            try tx.query("select app.unchanged(\(Tokens.hash(token)), \(names)::text[], \(seqs)::bigint[], \(horizons)::bigint[]) as same",
+                         thenCommit: true).first?.bool("same") == true
+        }
+        guard same else { return nil }
+        let key = context.app.secrets.cursorKey
+        var text = "{\"partitions\":{"
+        for (index, entry) in request.partitions.enumerated() {
+            guard case .from(_, let cursor) = entry.start else { return nil }
+            if index > 0 { text += "," }
+            text += JSON.string(entry.name).serialized() + #":{"status":"ok","cursor":"#
+            text += JSON.string(cursor.encode(partition: entry.name, key: key)).serialized()
+            text += #","more":false,"changes":[]}"#
+        }
+        return Answer(text: text + "}}", changed: false)
     }
 
     struct Answer {
@@ -36,12 +65,11 @@ enum PullRoute {
             if case .from(let partition, let cursor) = entry.start { return (entry.name, partition, cursor) }
             return nil
         }
-        let (results, caller) = try context.asAPICaller(snapshot: true) { tx, caller -> ([QueryResult], CallerInfo) in
+        let results = try context.asAPICaller(snapshot: true) { tx, _ -> [QueryResult] in
             let statements = [PullQuery.statuses(readable.map(\.0))]
                 + readable.map { PullQuery.changes(of: $0.1, after: $0.2, limit: request.limit) }
-            return (try tx.queries(statements, thenCommit: true), caller)
+            return try tx.queries(statements, thenCommit: true)
         }
-        context.app.presence.touch(context, caller: caller)
         var statuses: [String: Row] = [:]
         for row in results[0].rows { if let name = row["partition"] { statuses[name] = row } }
 

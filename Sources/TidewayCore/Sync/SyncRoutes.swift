@@ -48,11 +48,11 @@ enum PushRoute {
                 .mapError { WritePath.Refused(changeID: changeID, rejection: $0) }
         }
         let device = String((body["appVersion"]?.stringValue ?? "").prefix(100))
-        let (results, caller) = try context.asAPICaller { tx, caller in
-            (try WritePath.apply(inputs, clientID: clientID, device: device, caller: caller, in: tx,
-                                 limits: .init(documentBytes: limits.documentBytes)), caller)
+        let results = try context.asAPICaller { tx, caller in
+            try WritePath.apply(inputs, clientID: clientID, device: device, caller: caller, in: tx,
+                                limits: .init(documentBytes: limits.documentBytes))
         }
-        context.app.presence.touch(context, caller: caller)
+        context.app.presence.touch(context)
         return .json(["results": .array(results)], headers: [("Cache-Control", "no-store")])
     }
 }

@@ -1,0 +1,18 @@
+-- Most polls of idle devices find nothing new. This answers that in one cheap statement:
+-- the caller's token is checked (app.authenticate: a revoked or expired token fails here
+-- as everywhere), and each partition must be readable with its clock and compaction
+-- horizon exactly where the caller's cursor says. True: nothing changed, and the worker
+-- answers without running the pull's range scans; false: it runs the full pull.
+create function app.unchanged(token_hash bytea, partitions text[], seqs bigint[], horizons bigint[]) returns boolean
+language plpgsql as $$
+begin
+    perform app.authenticate(token_hash, 'access');
+    return not exists (
+        select 1
+          from unnest(partitions, seqs, horizons) as asked(p, seq, horizon)
+          left join app.clocks(partitions) c on c.partition = asked.p
+         where not app.can_read(asked.p)
+            or coalesce(c.seq, 0) <> asked.seq
+            or coalesce(c.compacted_seq, 0) <> asked.horizon);
+end
+$$;
