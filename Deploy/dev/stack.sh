@@ -182,11 +182,11 @@ nginx_conf() {
         [[ $(id -u) != 0 ]] || echo "user root; # see the header of Deploy/dev/stack.sh"
         cat <<CONF
 worker_processes auto;
-# Change-event streams are long-lived connections: room for tens of thousands.
-worker_rlimit_nofile 65536;
+# Change-event streams are long-lived connections: as many as this machine allows.
+worker_rlimit_nofile $(ulimit -Hn);
 pid $run/nginx.pid;
 error_log $logs/nginx-error.log;
-events { worker_connections 20000; }
+events { worker_connections $(( $(ulimit -Hn) - 100 )); }
 http {
     include /etc/nginx/mime.types;
     default_type application/octet-stream;

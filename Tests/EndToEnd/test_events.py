@@ -34,7 +34,7 @@ class Stream:
     def _read(self):
         event = {}
         try:
-            for raw in self.response.iter_lines(decode_unicode=True):
+            for raw in self.response.iter_lines(chunk_size=1, decode_unicode=True):  # SSE: do not wait for 512 bytes
                 if raw is None:
                     continue
                 if raw == "":

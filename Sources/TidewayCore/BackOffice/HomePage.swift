@@ -12,8 +12,9 @@ enum HomePage {
         let displayName: String
         let roleLabel: String
         let agency: String?
-        /// The agency's partition: the page offers a refresh when it changes.
-        var livePartition: String? { agency.map { Partition.agency($0) } }
+        /// The agency's partition: the page offers a refresh when it changes. (Stored, not
+        /// computed: templates see stored properties only.)
+        let livePartition: String?
     }
 
     static func show(_ context: RequestContext) throws -> HTTPResponse {
@@ -21,7 +22,8 @@ enum HomePage {
             Pages.html(context, "home", HomeView(
                 chrome: Pages.Chrome(title: "Home", caller: caller),
                 displayName: caller.info.displayName.isEmpty ? caller.info.email : caller.info.displayName,
-                roleLabel: caller.info.role.label, agency: caller.info.agency))
+                roleLabel: caller.info.role.label, agency: caller.info.agency,
+                livePartition: caller.info.agency.map(Partition.agency)))
         }
     }
 }

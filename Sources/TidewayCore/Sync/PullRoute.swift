@@ -12,8 +12,9 @@ enum PullRoute {
         while true {
             // Read before the snapshot: a commit after it wakes the wait below.
             let seen = hub.generation
-            let answer = try unchanged(request, context: context) ?? run(request, context: context)
+            // Before the snapshot, so that the caller's own document already says On-Line.
             context.app.presence.touch(context)
+            let answer = try unchanged(request, context: context) ?? run(request, context: context)
             if answer.changed || request.wait == 0 || Date() >= deadline {
                 return .jsonText(answer.text)
             }
