@@ -164,6 +164,7 @@ public enum WritePath {
         let clientID: String?
         var statements: [SQL] = []
         var results: [Slot] = []
+        var deviceSet = false
 
         mutating func answer(_ result: JSON) { results.append(.ready(result)) }
 
@@ -177,6 +178,15 @@ public enum WritePath {
         }
 
         mutating func write(_ change: Change, document: JSON?, expectedVersion: Int64?) {
+            if !deviceSet {
+                // For the report history (0020): the push's clientId; without one the back
+                // office ("web"), unless the server's own job already named itself.
+                statements.append("""
+                    select set_config('tideway.device', coalesce(\(clientID), \
+                    nullif(current_setting('tideway.device', true), ''), 'web'), true)
+                    """)
+                deviceSet = true
+            }
             results.append(.fromStatement(statements.count))
             statements.append("""
                 select app.apply_change(\(change.collection.rawValue), \(change.partition.description), \(change.id), \
