@@ -4,6 +4,7 @@ public enum Routes {
         HealthRoutes.register(&router)
         AuthRoutes.register(&router)
         SyncRoutes.register(&router)
+        BlobRoutes.register(&router)
         LoginPages.register(&router)
         HomePage.register(&router)
     }
