@@ -162,6 +162,20 @@ workers_up() {
     done
 }
 
+# The job runner (`tideway jobs`: photo offload, blob sweep), supervised like the workers.
+jobs_up() {
+    if [[ ! -x $TIDEWAY ]]; then
+        say "skipping jobs: $TIDEWAY not built yet (make build)"
+        return
+    fi
+    if running "$run/supervise-jobs.pid" "$run/jobs.pid"; then return; fi
+    say "starting jobs"
+    TIDEWAY_DATABASE=$worker_db TIDEWAY_HOME=$repo TIDEWAY_BLOB_ROOT=$STATE/blobs TIDEWAY_STATE=$STATE \
+        setsid "$repo/Deploy/dev/supervise.sh" "$run/jobs.pid" "$logs/jobs.log" "$TIDEWAY" jobs \
+        </dev/null >>"$logs/jobs.log" 2>&1 &
+    echo $! >"$run/supervise-jobs.pid"
+}
+
 nginx_conf() {
     local modules=/usr/lib/nginx/modules
     {
@@ -238,6 +252,7 @@ cmd_up() {
     migrate_and_seed
     make_tls
     workers_up
+    jobs_up
     nginx_up
     wait_ready
     cat <<MSG
@@ -282,8 +297,8 @@ cmd_down() {
     local f
     for f in "$run"/supervise-*.pid; do
         [[ -e $f ]] || continue
-        if running "$f" "$run/worker-"; then
-            say "stopping $(basename "$f" .pid) and its worker"
+        if running "$f" "$run/worker-" || running "$f" "$run/jobs.pid"; then
+            say "stopping $(basename "$f" .pid) and its child"
             pid=$(<"$f")
             kill -TERM "$pid"
             wait_gone "$pid"
@@ -304,6 +319,11 @@ cmd_status() {
     for f in "$run"/supervise-*.pid; do
         [[ -e $f ]] || continue
         i=${f##*supervise-} i=${i%.pid}
+        if [[ $i == jobs ]]; then
+            if running "$f" "$run/jobs.pid"; then say "jobs: supervisor $(<"$f"), pid $(cat "$run/jobs.pid" 2>/dev/null || echo none)"
+            else say "jobs: stopped"; fi
+            continue
+        fi
         if running "$f" "$run/worker-$i.pid"; then
             say "worker $i: supervisor $(<"$f"), worker pid $(cat "$run/worker-$i.pid" 2>/dev/null || echo none)"
         else
