@@ -81,7 +81,7 @@ enum BlobRoutes {
             """,
             "select doc::text as doc from sync.photos where id = \(photoID) and partition = \(partition) and not deleted",
         ])
-        let doc = try reads[1].first?["doc"].map { try JSON(parsing: $0) }
+        let doc = try reads[1].first?["doc"].map { try JSON(parsing: $0, limits: .storedDocuments(documentBytes: limits.documentBytes)) }
         var patch = extra
         if doc?["pictureURL"]?.stringValue != url { patch["pictureURL"] = .string(url) }
         if doc?["picture"] != nil { patch["picture"] = .null }

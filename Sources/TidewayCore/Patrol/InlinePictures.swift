@@ -35,3 +35,13 @@ enum InlinePictures {
         }
     }
 }
+
+extension JSONLimits {
+    /// For documents read back from the database: checked when written, and a photo's
+    /// inline picture may be as long as the whole document.
+    static func storedDocuments(documentBytes: Int = Config.Limits().documentBytes) -> JSONLimits {
+        var limits = JSONLimits()
+        limits.maxStringBytes = max(limits.maxStringBytes, documentBytes)
+        return limits
+    }
+}

@@ -139,7 +139,7 @@ struct PhotoOffload {
         guard let text = try tx.query("""
             select doc::text as doc from sync.photos where id = \(job.ref) and partition = \(job.partition) and not deleted for update
             """).first?["doc"] else { return }  // deleted meanwhile: nothing to move
-        let doc = try JSON(parsing: text)
+        let doc = try JSON(parsing: text, limits: .storedDocuments(documentBytes: runner.config.limits.documentBytes))
         guard let picture = doc["picture"]?.stringValue else { return }  // already moved
         guard let bytes = Crypto.base64Decode(picture), let type = ImageType.sniff(bytes) else {
             throw JobRunner.Permanent(description: "the inline picture is not a JPEG, PNG or WebP image")

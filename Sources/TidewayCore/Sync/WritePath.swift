@@ -57,7 +57,7 @@ public enum WritePath {
         for (index, collection) in collections.enumerated() {
             for row in readResults[offset + index].rows {
                 guard let id = row["id"], let partition = row["partition"] else { continue }
-                let doc = try row["doc"].map { try JSON(parsing: $0) }
+                let doc = try row["doc"].map { try JSON(parsing: $0, limits: .storedDocuments(documentBytes: limits.documentBytes)) }
                 current[DocumentKey(collection: collection, id: id)] = StoredDocument(
                     partition: partition, doc: row.bool("deleted") == true ? nil : doc, version: row.int64("version") ?? 0)
             }
