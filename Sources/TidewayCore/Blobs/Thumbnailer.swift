@@ -24,6 +24,9 @@ public enum Thumbnailer {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: tool)
         process.arguments = [input, "--size", "\(maxSide)x\(maxSide)", "-o", output + "[Q=80,strip]"]
+        // No run-time generated SIMD code (liborc): the jobs unit forbids writable executable
+        // memory (MemoryDenyWriteExecute), and a thumbnail does not need it.
+        process.environment = ProcessInfo.processInfo.environment.merging(["VIPS_NOVECTOR": "1"]) { _, new in new }
         let errors = Pipe()
         process.standardError = errors
         process.standardOutput = FileHandle.nullDevice
