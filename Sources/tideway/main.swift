@@ -113,12 +113,14 @@ struct VerifyHistory: ParsableCommand {
 
 struct SweepBlobs: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Remove blob files that no photo names any more.",
+        abstract: "Remove blob files that no photo names any more (and done jobs older than a week).",
         discussion: "Connects as $TIDEWAY_DATABASE; blobs under $TIDEWAY_BLOB_ROOT.")
 
     func run() throws {
         let config = Config()
-        let result = try BlobSweep.run(connection: try Connection(conninfo: config.database), store: BlobStore(root: config.blobRoot))
+        let connection = try Connection(conninfo: config.database)
+        let result = try BlobSweep.run(connection: connection, store: BlobStore(root: config.blobRoot))
         print("blobs: \(result.removed) removed, \(result.kept) kept, \(result.temps) stale temp files removed")
+        try JobRunner(connection: connection, config: config).forgetFinishedJobs()
     }
 }

@@ -137,3 +137,16 @@ def test_a_runner_killed_mid_offload_loses_no_photo_and_duplicates_none(gabon, s
     assert version == 2 and jobs == [("done", 2)] and blobs == [digest]
     assert all_blob_files().count(digest) == 1
     assert api("GET", f"/api/v1/blobs/{pid}", gabon).content == data
+
+
+def test_the_sweep_forgets_done_jobs_after_a_week_and_keeps_failed_ones():
+    refs = {name: f"retention-{name}-{uuid.uuid4().hex[:8]}" for name in ["old-done", "new-done", "old-failed"]}
+    with admin_db() as conn, conn.cursor() as cur:
+        for name, ref in refs.items():
+            state, age = name.split("-")[1], "8 days" if name.startswith("old") else "1 hour"
+            cur.execute("""insert into app.jobs (kind, partition, ref, state, attempts, finished_at)
+                           values ('offload_photo', 'agency=Gabon', %s, %s, 1, now() - %s::interval)""", (ref, state, age))
+    subprocess.run([TIDEWAY, "sweep-blobs"], env=tool_env(), capture_output=True, check=True)
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("select ref from app.jobs where ref = any(%s)", (list(refs.values()),))
+        assert sorted(r[0] for r in cur.fetchall()) == sorted([refs["new-done"], refs["old-failed"]])

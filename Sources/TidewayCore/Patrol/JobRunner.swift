@@ -50,6 +50,7 @@ public final class JobRunner {
                     lastSweep = Date()
                     let result = try BlobSweep.run(connection: connection, store: store)
                     if result.removed > 0 { Log.info("jobs: sweep removed \(result.removed) unreferenced blobs") }
+                    try forgetFinishedJobs()
                 }
             } catch let error as DatabaseError where error.kind == .unavailable {
                 // The supervisor (systemd, supervise.sh) starts a fresh process with a fresh connection.
@@ -117,6 +118,13 @@ public final class JobRunner {
                 Log.info("jobs: job \(job.id) pausing \(pauseBeforeCommit) s before commit (fault injection)")
                 Thread.sleep(forTimeInterval: pauseBeforeCommit)
             }
+        }
+    }
+
+    /// Done jobs older than a week go; failed ones stay until someone looks.
+    public func forgetFinishedJobs() throws {
+        try connection.transaction(opening: ["select app.as_job_runner()"]) { tx in
+            _ = try tx.query("delete from app.jobs where state = 'done' and finished_at < now() - interval '7 days'")
         }
     }
 
