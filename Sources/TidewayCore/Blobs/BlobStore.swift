@@ -98,6 +98,9 @@ public struct BlobStore: Sendable {
         let target = path(sha: sha)
         let folder = String(target[..<target.lastIndex(of: "/")!])
         try makeFolder(folder)
+        // A retried transaction places the same upload again: its temp file is already the
+        // target, and a file of that name has those very bytes.
+        if access(upload.tempPath, F_OK) != 0 && exists(sha: sha) { return }
         guard rename(upload.tempPath, target) == 0 else {
             throw .io("rename to \(target): \(String(cString: strerror(errno)))")
         }
