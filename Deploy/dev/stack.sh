@@ -174,6 +174,20 @@ events_up() {
     echo $! >"$run/supervise-events.pid"
 }
 
+# The job runner (`tideway jobs`: photo offload, blob sweep), supervised like the workers.
+jobs_up() {
+    if [[ ! -x $TIDEWAY ]]; then
+        say "skipping jobs: $TIDEWAY not built yet (make build)"
+        return
+    fi
+    if running "$run/supervise-jobs.pid" "$run/jobs.pid"; then return; fi
+    say "starting jobs"
+    TIDEWAY_DATABASE=$worker_db TIDEWAY_HOME=$repo TIDEWAY_BLOB_ROOT=$STATE/blobs TIDEWAY_STATE=$STATE \
+        setsid "$repo/Deploy/dev/supervise.sh" "$run/jobs.pid" "$logs/jobs.log" "$TIDEWAY" jobs \
+        </dev/null >>"$logs/jobs.log" 2>&1 &
+    echo $! >"$run/supervise-jobs.pid"
+}
+
 nginx_conf() {
     local modules=/usr/lib/nginx/modules
     {
@@ -252,6 +266,7 @@ cmd_up() {
     migrate_and_seed
     make_tls
     workers_up
+    jobs_up
     nginx_up
     events_up
     wait_ready
@@ -321,6 +336,7 @@ cmd_status() {
         i=${f##*supervise-} i=${i%.pid}
         local child=$run/worker-$i.pid
         [[ $i != events ]] || child=$run/events.pid
+        [[ $i != jobs ]] || child=$run/jobs.pid
         if running "$f" "$child"; then
             say "worker $i: supervisor $(<"$f"), pid $(cat "$child" 2>/dev/null || echo none)"
         else

@@ -9,7 +9,7 @@ struct Tideway: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tideway",
         abstract: "Tideway's command-line tool.",
-        subcommands: [Migrate.self, CreateUser.self, SeedDemo.self, Events.self, Compact.self])
+        subcommands: [Migrate.self, CreateUser.self, SeedDemo.self, Events.self, Compact.self, Jobs.self, VerifyHistory.self, SweepBlobs.self])
 }
 
 /// Options every command that talks to PostgreSQL as the administrator shares.
@@ -100,5 +100,52 @@ struct Events: ParsableCommand {
         guard let conninfo = database ?? env["TIDEWAY_DATABASE"] else { throw ValidationError("set --database or TIDEWAY_DATABASE") }
         guard let path = socket ?? env["TIDEWAY_EVENTS_SOCKET"] else { throw ValidationError("set --socket or TIDEWAY_EVENTS_SOCKET") }
         EventPublisher(conninfo: conninfo, publishSocket: path).run()
+struct Jobs: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run background jobs (photo offload to the blob store, blob sweep) until stopped.",
+        discussion: "Connects as $TIDEWAY_DATABASE (the worker role); blobs under $TIDEWAY_BLOB_ROOT.")
+    @Option(help: "Seconds between sweeps of unreferenced blobs.") var sweepEvery: Double = 300
+    @Flag(help: "Run the jobs due now, then exit.") var once = false
+    @Option(help: .hidden) var pauseBeforeCommit: Double = 0
+
+    func run() throws {
+        let config = Config()
+        let runner = JobRunner(connection: try Connection(conninfo: config.database), config: config)
+        runner.pauseBeforeCommit = pauseBeforeCommit
+        if once {
+            print("jobs run: \(try runner.runDue())")
+            return
+        }
+        try runner.runForever(sweepEvery: sweepEvery)
+    }
+}
+
+struct VerifyHistory: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Check every report's history chain; name the first broken entry (exit 1 when any).")
+    @OptionGroup var admin: AdminDatabase
+
+    func run() throws {
+        let summary = try HistoryChain.verify(connection: admin.connect())
+        print("history: \(summary.reports) reports, \(summary.entries) entries checked")
+        guard summary.breaks.isEmpty else {
+            for broken in summary.breaks { print("BROKEN \(broken)") }
+            throw ExitCode(1)
+        }
+        print("history: every chain holds")
+    }
+}
+
+struct SweepBlobs: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Remove blob files that no photo names any more (and done jobs older than a week).",
+        discussion: "Connects as $TIDEWAY_DATABASE; blobs under $TIDEWAY_BLOB_ROOT.")
+
+    func run() throws {
+        let config = Config()
+        let connection = try Connection(conninfo: config.database)
+        let result = try BlobSweep.run(connection: connection, store: BlobStore(root: config.blobRoot))
+        print("blobs: \(result.removed) removed, \(result.kept) kept, \(result.temps) stale temp files removed")
+        try JobRunner(connection: connection, config: config).forgetFinishedJobs()
     }
 }

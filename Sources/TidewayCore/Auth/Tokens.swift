@@ -83,3 +83,16 @@ public final class CallerInfo: @unchecked Sendable {
          "agency": agency.map(JSON.string) ?? .null, "role": .string(role.rawValue)]
     }
 }
+
+extension CallerInfo {
+    /// The server acting inside one agency's partition (background jobs): no user. The
+    /// transaction's claims come from app.job_claims, not from a token.
+    init(serviceFor agency: String) {
+        userID = ""
+        email = ""
+        displayName = "Tideway server"
+        role = .officer
+        self.agency = agency
+        loginID = ""
+    }
+}

@@ -33,7 +33,10 @@ enum SyncRoutes {
 /// `POST /api/v1/sync/push`.
 enum PushRoute {
     static func push(_ context: RequestContext) throws -> HTTPResponse {
-        let body = try context.jsonObject(allowing: ["clientId", "changes", "appVersion"])
+        // Inline photo pictures may be as long as a whole document; InlinePictures holds
+        // every other string to the usual limit.
+        let body = try context.jsonObject(allowing: ["clientId", "changes", "appVersion"],
+                                          stringBytes: max(context.app.config.limits.stringBytes, context.app.config.limits.documentBytes))
         guard let clientID = body["clientId"]?.stringValue, !clientID.isEmpty, clientID.utf8.count <= 200 else {
             throw AppError.badRequest("clientId must be a string of 1–200 bytes")
         }
@@ -44,7 +47,10 @@ enum PushRoute {
         }
         let inputs: [WritePath.Input] = try raw.map { value in
             let changeID = try Change.changeID(of: value)
-            return Result { () throws(ChangeRejection) in try Change(value, changeID: changeID) }
+            return Result { () throws(ChangeRejection) in
+                try InlinePictures.checkStrings(of: value, limit: limits.stringBytes)
+                return try Change(value, changeID: changeID)
+            }
                 .mapError { WritePath.Refused(changeID: changeID, rejection: $0) }
         }
         let device = String((body["appVersion"]?.stringValue ?? "").prefix(100))

@@ -71,7 +71,7 @@ public enum WritePath {
         for (index, collection) in collections.enumerated() {
             for row in readResults[offset + index].rows {
                 guard let id = row["id"], let partition = row["partition"] else { continue }
-                let doc = try row["doc"].map { try JSON(parsing: $0) }
+                let doc = try row["doc"].map { try JSON(parsing: $0, limits: .storedDocuments(documentBytes: limits.documentBytes)) }
                 current[DocumentKey(collection: collection, id: id)] = StoredDocument(
                     partition: partition, doc: row.bool("deleted") == true ? nil : doc, version: row.int64("version") ?? 0)
             }
@@ -196,6 +196,7 @@ public enum WritePath {
         let clientID: String?
         var statements: [SQL] = []
         var results: [Slot] = []
+        var deviceSet = false
 
         mutating func answer(_ result: JSON) { results.append(.ready(result)) }
 
@@ -209,6 +210,15 @@ public enum WritePath {
         }
 
         mutating func write(_ change: Change, document: JSON?, intents: [JSON], expectedVersion: Int64?) {
+            if !deviceSet {
+                // For the report history (0020): the push's clientId; without one the back
+                // office ("web"), unless the server's own job already named itself.
+                statements.append("""
+                    select set_config('tideway.device', coalesce(\(clientID), \
+                    nullif(current_setting('tideway.device', true), ''), 'web'), true)
+                    """)
+                deviceSet = true
+            }
             results.append(.fromStatement(statements.count))
             let intentText = intents.isEmpty ? nil : JSON.array(intents).serialized()
             statements.append("""

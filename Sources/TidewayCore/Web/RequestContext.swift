@@ -29,20 +29,22 @@ public final class RequestContext {
     public var queryValues: [String: [String]] { FormData.parse(request.query).all }
 
     /// The body as JSON, with the contract's checks: media type, size, syntax, depth.
-    public func jsonBody() throws -> JSON {
+    /// `stringBytes`: a longer string limit than the usual one (push bodies carry inline
+    /// pictures; PushRoute then holds every other string to the usual limit).
+    public func jsonBody(stringBytes: Int? = nil) throws -> JSON {
         guard request.mediaType == "application/json" else {
             throw AppError(.unsupportedMediaType, "expected Content-Type: application/json")
         }
         let bytes = try request.body.readAll(limit: app.config.limits.bodyBytes)
         var limits = JSONLimits()
         limits.maxDepth = app.config.limits.depth
-        limits.maxStringBytes = app.config.limits.stringBytes
+        limits.maxStringBytes = stringBytes ?? app.config.limits.stringBytes
         return try JSON(parsing: bytes, limits: limits)
     }
 
     /// The body as a JSON object whose keys are all in `allowed`.
-    public func jsonObject(allowing allowed: Set<String>) throws -> [String: JSON] {
-        guard case .object(let fields) = try jsonBody() else { throw AppError.badRequest("expected a JSON object") }
+    public func jsonObject(allowing allowed: Set<String>, stringBytes: Int? = nil) throws -> [String: JSON] {
+        guard case .object(let fields) = try jsonBody(stringBytes: stringBytes) else { throw AppError.badRequest("expected a JSON object") }
         if let unknown = fields.keys.first(where: { !allowed.contains($0) }) {
             throw AppError.badRequest("unknown field '\(unknown)'")
         }

@@ -7,6 +7,7 @@ public enum Routes {
         SyncRoutes.register(&router)
         RegisterRoute.register(&router)
         EventRoutes.register(&router)
+        BlobRoutes.register(&router)
         LoginPages.register(&router)
         HomePage.register(&router)
     }
