@@ -100,6 +100,9 @@ struct Events: ParsableCommand {
         guard let conninfo = database ?? env["TIDEWAY_DATABASE"] else { throw ValidationError("set --database or TIDEWAY_DATABASE") }
         guard let path = socket ?? env["TIDEWAY_EVENTS_SOCKET"] else { throw ValidationError("set --socket or TIDEWAY_EVENTS_SOCKET") }
         EventPublisher(conninfo: conninfo, publishSocket: path).run()
+    }
+}
+
 struct Jobs: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run background jobs (photo offload to the blob store, blob sweep) until stopped.",

@@ -39,6 +39,11 @@ public final class CallerInfo: @unchecked Sendable {
     private let tx: Transaction?
     private var resolved: Fields?
 
+    init(fields: Fields) {
+        self.tx = nil
+        resolved = fields
+    }
+
     /// Resolved when first read, from the transaction's opening app.authenticate.
     init(lazy tx: Transaction) {
         self.tx = tx
@@ -87,12 +92,7 @@ public final class CallerInfo: @unchecked Sendable {
 extension CallerInfo {
     /// The server acting inside one agency's partition (background jobs): no user. The
     /// transaction's claims come from app.job_claims, not from a token.
-    init(serviceFor agency: String) {
-        userID = ""
-        email = ""
-        displayName = "Tideway server"
-        role = .officer
-        self.agency = agency
-        loginID = ""
+    convenience init(serviceFor agency: String) {
+        self.init(fields: Fields(displayName: "Tideway server", role: .officer, agency: agency))
     }
 }
