@@ -7,5 +7,6 @@ public enum Routes {
         RegisterRoute.register(&router)
         LoginPages.register(&router)
         HomePage.register(&router)
+        BoardingRoutes.register(&router)
     }
 }
