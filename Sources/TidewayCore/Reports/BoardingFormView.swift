@@ -103,7 +103,9 @@ struct BoardingFormView {
             case .choices(let choices):
                 isSelect = true
                 options = choices.map { Option(value: $0.value, label: $0.label, selected: $0.value == value) }
-                if !choices.contains(where: { $0.value == value }) { options.append(Option(value: value, label: value, selected: true)) }
+                if !value.isEmpty, !choices.contains(where: { $0.value == value }) {
+                    options.append(Option(value: value, label: value, selected: true))
+                }
             default: break
             }
             var isTextarea = false, isCheckbox = false
