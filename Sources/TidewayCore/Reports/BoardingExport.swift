@@ -2,8 +2,8 @@ import Database
 import FastCGI
 
 /// `/boardings.csv` and `/boardings.geojson`: the list's reports (its filters and sort) as
-/// a file, streamed. Rows are read in keyset batches of 1,000 inside one snapshot and
-/// written out batch by batch, so 100,000 reports export in the memory of one batch.
+/// a file, streamed. A cursor in one snapshot hands the rows over 1,000 at a time and each
+/// batch is written out before the next, so 100,000 reports export in the memory of one batch.
 enum BoardingExport {
     static let batchSize = 1000
 
@@ -77,10 +77,7 @@ enum BoardingExport {
     static func export(_ context: RequestContext, contentType: String, filename: String, head: String, separator: String,
                        tail: String, line: @escaping (Database.Row) -> String) throws -> HTTPResponse {
         let (filter, own) = try WebSession.asUser(context, readOnly: true) { _, caller in
-            var filter = BoardingFilter(query: context.query, allowAgency: caller.info.isGlobalAdmin)
-            filter.size = batchSize
-            filter.after = nil
-            filter.before = nil
+            let filter = BoardingFilter(query: context.query, allowAgency: caller.info.isGlobalAdmin)
             return (filter, BoardingAccess.ownPartition(caller.info))
         }
         return HTTPResponse(
@@ -91,24 +88,21 @@ enum BoardingExport {
                 writer.write(head)
                 guard let token = WebSession.sessionToken(context) else { return }
                 do {
-                    // One snapshot for the whole file, read batch after batch.
+                    // One snapshot; a cursor hands the rows over 1,000 at a time.
                     try context.asCaller(token: token, kind: .session, readOnly: true, snapshot: true) { tx, _ in
-                        var batch = filter
+                        _ = try tx.query("declare boardings_export no scroll cursor for " + filter.exportQuery(ownPartition: own, columns: columns))
                         var first = true
                         while true {
-                            let rows = try tx.query(batch.pageQuery(ownPartition: own, columns: columns)).rows
-                            let page = rows.prefix(batchSize)
+                            let rows = try tx.query(SQL(unsafeSQL: "fetch forward \(batchSize) from boardings_export")).rows
                             var chunk = ""
-                            chunk.reserveCapacity(page.count * 400)
-                            for row in page {
+                            chunk.reserveCapacity(rows.count * 400)
+                            for row in rows {
                                 if !first { chunk += separator }
                                 first = false
                                 chunk += line(row)
                             }
                             guard writer.write(chunk), writer.flush() else { return }
-                            guard rows.count > batchSize, let last = page.last, let key = last["sort_key"], let id = last["id"]
-                            else { break }
-                            batch.after = (key, id)
+                            if rows.count < batchSize { break }
                         }
                     }
                 } catch {

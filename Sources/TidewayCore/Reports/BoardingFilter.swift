@@ -165,13 +165,25 @@ struct BoardingFilter {
         let backwards = before != nil
         let ascending = descending == backwards
         if let position = after ?? before {
+            // Spelled out rather than as a row comparison: record comparison is not
+            // leakproof, so under row-level security it could never use the index, while
+            // `key <= k` on timestamps and numbers can.
             let op = ascending ? ">" : "<"
-            clauses = clauses + SQL(unsafeSQL: " and (r.\(sort.column), r.id) \(op) (") + "\(position.key)"
-                + SQL(unsafeSQL: "::\(sort.cast), ") + "\(position.id))"
+            let column = "r." + sort.column
+            let key: SQL = "\(position.key)" + SQL(unsafeSQL: "::\(sort.cast)")
+            clauses = clauses + SQL(unsafeSQL: " and \(column) \(op)= ") + key + SQL(unsafeSQL: " and (\(column) \(op) ") + key
+                + SQL(unsafeSQL: " or r.id \(op) ") + "\(position.id))"
         }
         let direction = ascending ? "asc" : "desc"
         return SQL(unsafeSQL: "select \(columns), \(sort.keyText) as sort_key from sync.reports r where ") + clauses
             + SQL(unsafeSQL: " order by r.\(sort.column) \(direction), r.id \(direction) limit \(size + 1)")
+    }
+
+    /// Every matching row in the list's order, for an export cursor.
+    func exportQuery(ownPartition: String?, columns: String) -> SQL {
+        let direction = descending ? "desc" : "asc"
+        return SQL(unsafeSQL: "select \(columns) from sync.reports r where ") + conditions(ownPartition: ownPartition)
+            + SQL(unsafeSQL: " order by r.\(sort.column) \(direction), r.id \(direction)")
     }
 
     // MARK: URLs
