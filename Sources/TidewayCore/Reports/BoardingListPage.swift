@@ -49,6 +49,8 @@ enum BoardingListPage {
 
     struct View {
         let chrome: Pages.Chrome
+        /// The partitions whose changes the page offers to show (Static/live.js).
+        let livePartitions: String
         let filter: FilterForm
         let rows: [Row]
         let hasRows: Bool
@@ -203,7 +205,9 @@ enum BoardingListPage {
 
         let first = listRows.isEmpty ? 0 : 1
         return View(
-            chrome: Pages.Chrome(title: "Boardings", caller: caller), filter: form, rows: listRows, hasRows: !listRows.isEmpty,
+            chrome: Pages.Chrome(title: "Boardings", caller: caller),
+            livePartitions: liveAgencies(isGlobal: isGlobal, filter: filter, caller: caller.info),
+            filter: form, rows: listRows, hasRows: !listRows.isEmpty,
             columns: columns, showAgency: isGlobal, total: total,
             totalLabel: total == 1 ? "1 report" : "\(total.formatted(.number)) reports",
             rangeLabel: first == 0 ? "" : "showing \(listRows.count)",
@@ -216,6 +220,13 @@ enum BoardingListPage {
             activeFilters: active, hasActiveFilters: !active.isEmpty, clearHref: "/boardings",
             problems: filter.problems, canCreate: BoardingAccess.canWrite(caller.info),
             emptyWithoutFilters: listRows.isEmpty && !filter.hasFilters && filter.after == nil && filter.before == nil)
+    }
+
+    /// The caller's agency; for a global admin the agency the list is narrowed to, if any (a
+    /// stream of every agency's partitions would be more than nchan multiplexes on one page).
+    static func liveAgencies(isGlobal: Bool, filter: BoardingFilter, caller: CallerInfo) -> String {
+        if isGlobal { return filter.agency.isEmpty ? "" : Partition.agency(filter.agency) }
+        return caller.agency.map(Partition.agency) ?? ""
     }
 
     typealias Row_ = Database.Row
