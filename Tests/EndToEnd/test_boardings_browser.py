@@ -8,7 +8,7 @@ import pytest
 from selenium import webdriver
 from selenium.common.exceptions import NoAlertPresentException
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import Select
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from boardings_support import history_exists, insert_report, report_doc, screenshot_dir, stored
 from conftest import PASSWORD, URL
@@ -40,7 +40,8 @@ def sign_in(driver, email):
     driver.find_element(By.NAME, "email").send_keys(email)
     driver.find_element(By.NAME, "password").send_keys(PASSWORD)
     driver.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
-    assert "/login" not in driver.current_url
+    # A click does not wait for the navigation it starts.
+    WebDriverWait(driver, 20).until(lambda d: "/login" not in d.current_url)
 
 
 def field(driver, pointer):
@@ -58,7 +59,7 @@ def test_search_filter_open_edit_and_see_the_change(browser):
     box = browser.find_element(By.ID, "f-q")
     box.send_keys(vessel.upper().replace("BRISA", "brisa") + " emile")
     browser.find_element(By.CSS_SELECTOR, ".filter-form button[type=submit]").click()
-    assert "q=" in browser.current_url
+    WebDriverWait(browser, 20).until(lambda b: "q=" in b.current_url)
     rows = browser.find_elements(By.CSS_SELECTOR, "table.boardings tbody tr")
     assert len(rows) == 1 and vessel in rows[0].text
     shot(browser, "list-search")
@@ -66,7 +67,7 @@ def test_search_filter_open_edit_and_see_the_change(browser):
     # Filter: safety level Green keeps it, Red drops it; the state is in the URL.
     Select(browser.find_element(By.ID, "f-safety")).select_by_value("Red")
     browser.find_element(By.CSS_SELECTOR, ".filter-form button[type=submit]").click()
-    assert "safety=Red" in browser.current_url
+    WebDriverWait(browser, 20).until(lambda b: "safety=Red" in b.current_url)
     assert browser.find_elements(By.CSS_SELECTOR, "table.boardings tbody tr") == []
     assert "No reports match" in browser.page_source
     Select(browser.find_element(By.ID, "f-safety")).select_by_value("Green")
