@@ -3,7 +3,7 @@
 # nginx and the workers, commit-to-event latency, and a fan-out to 1,000 subscribers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ulimit -n 65536
+ulimit -n "$(ulimit -Hn)"  # as many streams as this machine allows
 superuser=$([[ $(id -u) == 0 ]] && echo postgres || id -un)
 export TIDEWAY_BENCH_ADMIN_DATABASE="host=$TIDEWAY_BENCH_STATE/run dbname=tideway user=$superuser"
 exec /usr/bin/python3 Bench/events_bench.py
