@@ -110,62 +110,6 @@ def push(token, agency):
 
 
 def main():
-        tasks = []
-        for token, partitions in tokens_partitions:
-            tasks.append(asyncio.create_task(subscribe(context, token, partitions, received, ready)))
-            if len(tasks) % 200 == 0:
-                await asyncio.sleep(0.05)  # pace the handshakes
-        await asyncio.sleep(seconds)
-        for t in tasks:
-            t.cancel()
-        return sum(1 for t in tasks if t.done() and not t.cancelled() and t.exception() is not None)
-
-    failed = asyncio.run(main())
-    return len(ready), failed, received
-
-
-def rss_kb(name):
-    total = 0
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read().decode(errors="replace")
-            if name not in cmd or STATE not in cmd and name == "nginx":
-                continue
-            with open(f"/proc/{pid}/status") as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1])
-        except OSError:
-            pass
-    return total
-
-
-def push(token, agency):
-    change = {"changeId": uuid.uuid4().hex, "collection": "reports", "partition": f"agency={agency}", "id": uuid.uuid4().hex[:24],
-              "op": "insert", "doc": {"timestamp": "2026-11-21T10:00:00Z", "vessel": {
-                  "name": "Bench", "homePort": "Port", "nationality": "GA", "permitNumber": "B-1"}}}
-    sent = time.time()
-    r = session().post(URL + "/api/v1/sync/push", json={"clientId": "ev-bench", "changes": [change]},
-                       headers={"Authorization": f"Bearer {token}"})
-    r.raise_for_status()
-    return sent, time.time()
-
-
-def run(users, count, seconds, pushes):
-    """Opens `count` streams over the processes, runs `pushes` while they are open."""
-    plan = [(users[i % len(users)]["accessToken"],
-             [f"agency={users[i % len(users)]['user']['agency']}", f"user={users[i % len(users)]['user']['id']}"])
-            for i in range(count)]
-    shares = [plan[p::PROCESSES] for p in range(PROCESSES)]
-    with multiprocessing.Pool(PROCESSES) as pool:
-        result = pool.map_async(subscriber_process, [(share, seconds, None) for share in shares])
-        return result, pushes
-
-
-def main():
     per_agency = 10
     users = [make_user(a) for a in AGENCIES for _ in range(per_agency)]
     writer = {a: make_user(a)["accessToken"] for a in AGENCIES}
