@@ -39,16 +39,18 @@ def make_user(agency):
     return r.json()
 
 
-async def subscribe(context, token, partitions, received, ready):
+async def subscribe(context, token, partitions, received, ready, gate):
     query = "&".join("partition=" + urllib.parse.quote(p, safe="") for p in partitions)
-    reader, writer = await asyncio.open_connection(HOST, PORT, ssl=context, server_hostname=HOST)
-    writer.write((f"GET /api/v1/sync/events?{query} HTTP/1.1\r\nHost: {HOST}\r\nAccept: text/event-stream\r\n"
-                  f"Authorization: Bearer {token}\r\n\r\n").encode())
-    status = await reader.readline()
-    if b" 200 " not in status:
-        raise RuntimeError(status)
-    while (await reader.readline()) not in (b"\r\n", b""):
-        pass
+    # Devices do not all connect in the same millisecond: at most `gate` handshakes at once.
+    async with gate:
+        reader, writer = await asyncio.open_connection(HOST, PORT, ssl=context, server_hostname=HOST)
+        writer.write((f"GET /api/v1/sync/events?{query} HTTP/1.1\r\nHost: {HOST}\r\nAccept: text/event-stream\r\n"
+                      f"Authorization: Bearer {token}\r\n\r\n").encode())
+        status = await reader.readline()
+        if b" 200 " not in status:
+            raise RuntimeError(status.decode(errors="replace").strip())
+        while (await reader.readline()) not in (b"\r\n", b""):
+            pass
     ready.append(1)
     while True:
         line = await reader.readline()
@@ -65,37 +67,46 @@ def subscriber_process(args):
     received, ready = [], []
 
     async def main():
-        tasks = []
-        for token, partitions in tokens_partitions:
-            tasks.append(asyncio.create_task(subscribe(context, token, partitions, received, ready)))
-            if len(tasks) % 200 == 0:
-                await asyncio.sleep(0.05)  # pace the handshakes
+        gate = asyncio.Semaphore(64)
+        tasks = [asyncio.create_task(subscribe(context, token, partitions, received, ready, gate))
+                 for token, partitions in tokens_partitions]
         await asyncio.sleep(seconds)
+        failures = {}
         for t in tasks:
+            if t.done() and not t.cancelled() and t.exception() is not None:
+                reason = str(t.exception())[:60] or type(t.exception()).__name__
+                failures[reason] = failures.get(reason, 0) + 1
             t.cancel()
-        return sum(1 for t in tasks if t.done() and not t.cancelled() and t.exception() is not None)
+        return failures
 
     failed = asyncio.run(main())
     return len(ready), failed, received
 
 
 def rss_kb(name):
+    """RSS of this stack's nginx (master and workers) or workers, found from its pid files."""
+    run = os.path.join(STATE, "run")
+    if name == "nginx":
+        master = open(os.path.join(run, "nginx.pid")).read().strip()
+        pids = [master] + [p for p in os.listdir("/proc") if p.isdigit() and parent(p) == master]
+    else:
+        pids = [open(os.path.join(run, f)).read().strip() for f in os.listdir(run) if f.startswith("worker-") and f.endswith(".pid")]
     total = 0
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
+    for pid in pids:
         try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read().decode(errors="replace")
-            if name not in cmd or STATE not in cmd and name == "nginx":
-                continue
             with open(f"/proc/{pid}/status") as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1])
-        except OSError:
+                total += next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+        except (OSError, StopIteration):
             pass
     return total
+
+
+def parent(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[1]
+    except OSError:
+        return None
 
 
 def push(token, agency):
@@ -130,7 +141,11 @@ def main():
             time.sleep(1.5)
         results = pending.get(timeout=seconds + 60)
     connected = sum(r[0] for r in results)
-    failed = sum(r[1] for r in results)
+    failures = {}
+    for r in results:
+        for reason, n in r[1].items():
+            failures[reason] = failures.get(reason, 0) + n
+    failed = sum(failures.values())
     arrivals = sorted(t for r in results for t, _ in r[2])
     # Each event reaches the quarter of the streams of its agency: pair arrivals with the
     # push whose window they fall in.
@@ -147,6 +162,8 @@ def main():
         return values[min(len(values) - 1, int(len(values) * q))] if values else float("nan")
 
     print(f"{connected} of {SUBSCRIBERS} streams connected ({failed} failed), spread over 4 agencies + 40 user partitions")
+    for reason, n in sorted(failures.items(), key=lambda kv: -kv[1]):
+        print(f"  failed: {n} × {reason}")
     print(f"memory (RSS): nginx {base_nginx / 1024:.0f} MB → {held_nginx / 1024:.0f} MB holding them "
           f"({(held_nginx - base_nginx) / max(connected, 1):.1f} KB per stream); workers {base_workers / 1024:.0f} MB → {held_workers / 1024:.0f} MB")
     print(f"events received: {len(from_sent)} of {expected} expected ({EVENTS} pushes × a quarter of the streams)")

@@ -14,7 +14,9 @@ public enum Listener {
         }
     }
 
-    public static func open(environment: [String: String], backlog: Int32 = 128) throws -> Int32 {
+    /// `backlog`: bursts of requests (thousands of devices reconnecting their event streams at once)
+    /// wait in the kernel rather than being refused.
+    public static func open(environment: [String: String], backlog: Int32 = 1024) throws -> Int32 {
         if let fds = environment["LISTEN_FDS"], Int(fds) ?? 0 >= 1 {
             // LISTEN_PID names the process the sockets are for; a child started by us must not take them.
             if let pid = environment["LISTEN_PID"], Int32(pid) != getpid() { throw Failure.noSocket }
