@@ -11,6 +11,22 @@ public struct Change: Sendable {
     /// The whole document (insert) or a JSON Merge Patch (update).
     public let body: JSON?
 
+    /// A change the server builds itself (back-office forms). An inserted document gets
+    /// its `_id` from `id`, as a pushed one does.
+    public init(changeID: String, collection: SyncCollection, partition: Partition, id: String, op: Op, body: JSON?) {
+        self.changeID = changeID
+        self.collection = collection
+        self.partition = partition
+        self.id = id
+        self.op = op
+        if op == .insert, case .object(var doc)? = body {
+            doc["_id"] = .string(id)
+            self.body = .object(doc)
+        } else {
+            self.body = body
+        }
+    }
+
     static let allowedKeys: Set<String> = ["changeId", "collection", "partition", "id", "op", "doc", "patch"]
 
     /// The change id first: without it no result can be reported, and the batch is a 400.

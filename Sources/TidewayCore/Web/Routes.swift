@@ -10,5 +10,6 @@ public enum Routes {
         BlobRoutes.register(&router)
         LoginPages.register(&router)
         HomePage.register(&router)
+        AdminRoutes.register(&router)
     }
 }
