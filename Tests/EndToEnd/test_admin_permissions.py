@@ -28,7 +28,7 @@ def admin_forms(user_id, agency="Gabon", area_id="no-such-area"):
     ]
 
 
-ADMIN_PAGES = ["/users", "/users/" + SOME_ID, "/agencies", "/agencies/Gabon", "/audit"]
+ADMIN_PAGES = ["/users", "/users/" + SOME_ID, "/agencies", "/agencies/Gabon", "/audit", "/sync"]
 
 
 def test_officers_get_403_on_every_admin_page_and_form():

@@ -6,5 +6,6 @@ enum AdminRoutes {
         AccountPages.register(&router)
         AgencyPages.register(&router)
         AuditPage.register(&router)
+        SyncInspector.register(&router)
     }
 }
