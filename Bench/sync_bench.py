@@ -1,4 +1,4 @@
-"""Drives Bench/sync.sh: measures (a) initial pull, (b) push, (c) idle polling, each
+"""Drives Bench/03-sync.sh: measures (a) initial pull, (b) push, (c) idle polling, each
 against its baseline, and prints one table. Medians of a few runs; never fails on numbers."""
 import json
 import os

@@ -3,7 +3,8 @@
 # own in .state/bench (ports 8643 and 8280, or BENCH_HTTPS_PORT and
 # BENCH_HTTP_PORT so that several checkouts can run it), kept between runs so
 # its data is reused. Each benchmark gets TIDEWAY_BENCH_URL, TIDEWAY_BENCH_CA
-# and TIDEWAY_BENCH_STATE.
+# and TIDEWAY_BENCH_STATE. They run in the order of their names (NN-issue.sh):
+# later ones add data (100,000 reports) that would change the earlier figures.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -12,7 +13,7 @@ export STATE=$repo/.state/bench HTTPS_PORT=${BENCH_HTTPS_PORT:-8643} HTTP_PORT=$
 stack=$repo/Deploy/dev/stack.sh
 
 benches=()
-for f in Bench/*.sh Tests/Bench/*; do
+for f in Bench/${BENCH:-}*.sh Tests/Bench/*; do
     [[ -f $f && -x $f ]] && benches+=("$f")
 done
 if ((${#benches[@]} == 0)); then

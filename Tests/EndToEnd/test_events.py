@@ -181,6 +181,8 @@ def test_the_back_office_subscribes_with_its_session_cookie():
     assert r.status_code == 303
     home = s.get(URL + "/")
     assert 'data-live-partition="agency=Gabon"' in home.text and "/static/live.js" in home.text
+    boardings = s.get(URL + "/boardings")
+    assert boardings.status_code == 200 and 'data-live-partition="agency=Gabon"' in boardings.text
     stream = Stream(None, ["agency=Gabon"], cookies=s.cookies)
     assert stream.status == 200
     stream.close()

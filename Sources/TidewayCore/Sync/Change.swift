@@ -11,8 +11,8 @@ public struct Change: Sendable {
     /// The whole document (insert) or a JSON Merge Patch (update).
     public let body: JSON?
 
-    /// A change the server builds itself (back-office forms). An inserted document gets
-    /// its `_id` from `id`, as a pushed one does.
+    /// A change the server builds itself (back-office forms): an insert carries the whole
+    /// document (its `_id` is set from `id`, as for a pushed one), an update a merge patch.
     public init(changeID: String, collection: SyncCollection, partition: Partition, id: String, op: Op, body: JSON?) {
         self.changeID = changeID
         self.collection = collection

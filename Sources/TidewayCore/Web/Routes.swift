@@ -10,6 +10,7 @@ public enum Routes {
         BlobRoutes.register(&router)
         LoginPages.register(&router)
         HomePage.register(&router)
+        BoardingRoutes.register(&router)
         AdminRoutes.register(&router)
     }
 }

@@ -23,7 +23,7 @@ runs=${BENCH_RUNS:-3} seconds=${BENCH_SECONDS:-10} connections=${BENCH_CONNECTIO
 email=${BENCH_EMAIL:-gabon.officer1@demo.tideway}
 
 for tool in wrk pgbench curl python3; do
-    command -v "$tool" >/dev/null || { echo "skeleton.sh: $tool not found (make deps)" >&2; exit 1; }
+    command -v "$tool" >/dev/null || { echo "02-skeleton.sh: $tool not found (make deps)" >&2; exit 1; }
 done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -72,11 +72,11 @@ pgbench_runs() {
 # A real access token, and its hash as the worker binds it (bytea in hex text form).
 curl -sf --cacert "$ca" -H 'Content-Type: application/json' \
     -d "{\"email\":\"$email\",\"password\":\"tideway-demo\",\"device\":\"bench\"}" \
-    "$url/api/v1/auth/login" >"$tmp/login.json" || { echo "skeleton.sh: cannot sign in as $email" >&2; exit 1; }
+    "$url/api/v1/auth/login" >"$tmp/login.json" || { echo "02-skeleton.sh: cannot sign in as $email" >&2; exit 1; }
 token=$(python3 -c 'import json, sys; print(json.load(sys.stdin)["accessToken"])' <"$tmp/login.json")
 token_hash='\x'$(printf '%s' "$token" | sha256sum | cut -d' ' -f1)
 code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$ca" -H "Authorization: Bearer $token" "$url/api/v1/me")
-[[ $code == 200 ]] || { echo "skeleton.sh: /api/v1/me answered $code" >&2; exit 1; }
+[[ $code == 200 ]] || { echo "02-skeleton.sh: /api/v1/me answered $code" >&2; exit 1; }
 
 # Exactly the worker's statements for /api/v1/me (MeRoute, RequestContext.withAPIClaims,
 # Transaction): one pipeline, parameters bound as text.
@@ -91,7 +91,7 @@ SQL
 # Prove the script runs and finds the user before timing it.
 pgbench -n -M extended -c1 -t1 -f "$tmp/me.sql" -D "hash=$token_hash" -D kind=access \
     -h "$state/run" -U tideway_worker tideway >"$tmp/check.out" 2>&1 ||
-    { cat "$tmp/check.out" >&2; echo "skeleton.sh: the pgbench script fails" >&2; exit 1; }
+    { cat "$tmp/check.out" >&2; echo "02-skeleton.sh: the pgbench script fails" >&2; exit 1; }
 
 echo "skeleton benchmark: $runs runs x ${seconds}s, $connections connections, 2 threads; medians ($(nproc) cores, all on one machine)"
 {
