@@ -11,15 +11,20 @@ public struct Change: Sendable {
     /// The whole document (insert) or a JSON Merge Patch (update).
     public let body: JSON?
 
-    /// A change the server builds itself (back-office forms), already in shape: an insert
-    /// carries the whole document with its `_id`, an update a merge patch.
+    /// A change the server builds itself (back-office forms): an insert carries the whole
+    /// document (its `_id` is set from `id`, as for a pushed one), an update a merge patch.
     public init(changeID: String, collection: SyncCollection, partition: Partition, id: String, op: Op, body: JSON?) {
         self.changeID = changeID
         self.collection = collection
         self.partition = partition
         self.id = id
         self.op = op
-        self.body = body
+        if op == .insert, case .object(var doc)? = body {
+            doc["_id"] = .string(id)
+            self.body = .object(doc)
+        } else {
+            self.body = body
+        }
     }
 
     static let allowedKeys: Set<String> = ["changeId", "collection", "partition", "id", "op", "doc", "patch"]

@@ -11,5 +11,6 @@ public enum Routes {
         LoginPages.register(&router)
         HomePage.register(&router)
         BoardingRoutes.register(&router)
+        AdminRoutes.register(&router)
     }
 }

@@ -1,0 +1,65 @@
+-- The sync inspector (issue 7): admins read the push outcomes of their agency's users, and
+-- ask why a user can or cannot read a document.
+
+-- Agency admins see their own agency's users' push outcomes; global admins everyone's.
+create policy push_log_admin_read on app.push_log for select using (
+    app.is_global_admin()
+    or (app.role() = 'agencyAdmin'
+        and exists (select 1 from app.users u where u.id = push_log.user_id and u.agency = app.agency())));
+create index push_log_at on app.push_log (at desc);
+
+-- Where a document lives and whether `target` may read it, with the rule that decides,
+-- in words. Only for a user the caller manages (or anyone, for a global admin), and only
+-- for documents in partitions the caller may read themselves.
+create function app.explain_access(target uuid, doc_id text)
+returns table (collection text, partition text, deleted boolean, readable boolean, rule text)
+language plpgsql stable security definer set search_path = app, pg_temp as $$
+declare
+    u app.users;
+begin
+    if not (app.is_global_admin() or app.may_manage_user(target)) then
+        raise exception 'not allowed' using errcode = '42501';
+    end if;
+    select * into u from app.users where id = target;
+    return query
+    with found as (
+        select 'reports' as c, d.partition as p, d.deleted as gone from sync.reports d where d.id = doc_id
+        union all select 'photos', d.partition, d.deleted from sync.photos d where d.id = doc_id
+        union all select 'dutyChanges', d.partition, d.deleted from sync.duty_changes d where d.id = doc_id
+        union all select 'menuData', d.partition, d.deleted from sync.menu_data d where d.id = doc_id
+        union all select 'mpas', d.partition, d.deleted from sync.mpas d where d.id = doc_id
+        union all select 'users', d.partition, d.deleted from sync.users d where d.id = doc_id
+        union all select 'chatsters', d.partition, d.deleted from sync.chatsters d where d.id = doc_id
+        union all select 'chatMessages', d.partition, d.deleted from sync.chat_messages d where d.id = doc_id
+    ), judged as (
+        select f.c, f.p, f.gone, app.partition_kind(f.p) as kind,
+               case app.partition_kind(f.p)
+                   when 'agency' then u.role = 'globalAdmin' or substr(f.p, 8) = u.agency
+                   when 'user' then substr(f.p, 6) = u.id::text
+                   when 'all-users' then true
+                   when 'conversation' then exists (
+                       select 1 from app.conversation_members m
+                        where m.conversation_id = substr(f.p, 14) and m.user_id = u.id and m.active)
+                   else false
+               end as rule_allows
+          from found f
+         where app.is_global_admin() or app.can_read(f.p)
+    )
+    select j.c, j.p, j.gone, u.active and j.rule_allows,
+           case
+               when not u.active then 'the user is deactivated, so they read nothing'
+               when j.kind = 'agency' and u.role = 'globalAdmin' then 'global admins read every agency partition'
+               when j.kind = 'agency' and j.rule_allows then 'members of an agency read its partition'
+               when j.kind = 'agency' then 'an agency partition is read by that agency''s users and global admins; this user belongs to '
+                                           || coalesce(u.agency, 'no agency')
+               when j.kind = 'user' and j.rule_allows then 'a user reads their own user partition'
+               when j.kind = 'user' then 'a user partition is read by that user alone'
+               when j.kind = 'all-users' then 'every signed-in user reads the all-users partition'
+               when j.kind = 'conversation' and j.rule_allows then 'active members read a conversation'
+               else 'only active members read a conversation, and this user is not one'
+           end
+           || case when j.gone then ' (the document is deleted: pulls carry it as a delete)' else '' end
+      from judged j
+     order by j.c;
+end
+$$;

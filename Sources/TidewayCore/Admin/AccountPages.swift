@@ -1,0 +1,116 @@
+import Database
+import FastCGI
+
+/// `/account` (one's own profile and password) and `/forgot` (a reset link by email,
+/// whose answer is the same whether or not the address exists).
+enum AccountPages {
+    static func register(_ router: inout Router) {
+        router.get("/account", show)
+        router.post("/account", saveProfile)
+        router.post("/account/password", changePassword)
+        router.get("/forgot", showForgot)
+        router.post("/forgot", submitForgot)
+    }
+
+    struct AccountView {
+        let chrome: Pages.Chrome
+        let csrf: String
+        let email: String
+        let firstName: String
+        let lastName: String
+        let displayName: String
+        let roleLabel: String
+        let agency: String
+        let notice: String?
+        let error: String?
+    }
+
+    static func show(_ context: RequestContext) throws -> HTTPResponse {
+        let notice: String? = switch context.query["done"] {
+        case "profile": "Profile saved."
+        case "password": "Password changed. Your other sessions and devices were signed out."
+        default: nil
+        }
+        return try page(context, notice: notice, error: nil, status: 200)
+    }
+
+    static func page(_ context: RequestContext, notice: String?, error: String?, status: Int) throws -> HTTPResponse {
+        try WebSession.asUser(context, readOnly: true) { tx, caller in
+            guard let row = try tx.query("""
+                select email, first_name, last_name, display_name, role, coalesce(agency, '') as agency from app.users where id = app.uid()
+                """).first else { throw AppError.unauthenticated }
+            return Pages.html(context, "admin/account", AccountView(
+                chrome: Pages.Chrome(title: "Your account", caller: caller), csrf: caller.csrf,
+                email: row["email"] ?? "", firstName: row["first_name"] ?? "", lastName: row["last_name"] ?? "",
+                displayName: row["display_name"] ?? "", roleLabel: caller.info.role.label, agency: row["agency"] ?? "",
+                notice: notice, error: error), status: status)
+        }
+    }
+
+    static func saveProfile(_ context: RequestContext) throws -> HTTPResponse {
+        let form = try WebSession.postedForm(context, limit: 16 * 1024)
+        let first = String((form["firstName"] ?? "").prefix(100))
+        let last = String((form["lastName"] ?? "").prefix(100))
+        let display = String((form["displayName"] ?? "").prefix(100))
+        try WebSession.asUser(context) { tx, _ in
+            _ = try tx.query("""
+                update app.users set first_name = \(first), last_name = \(last), display_name = \(display) where id = app.uid()
+                """)
+        }
+        return Pages.redirect("/account?done=profile")
+    }
+
+    /// Needs the current password; ends the user's other logins (not this browser's).
+    static func changePassword(_ context: RequestContext) throws -> HTTPResponse {
+        let form = try WebSession.postedForm(context, limit: 16 * 1024)
+        let new = form["password"] ?? ""
+        if let problem = PasswordRules.problem(new, confirmation: form["confirm"] ?? "") {
+            return try page(context, notice: nil, error: problem, status: 422)
+        }
+        let wrong = try WebSession.asUser(context) { tx, caller -> Bool in
+            let stored = try tx.query("select app.own_password_hash() as hash").first?["hash"]
+            guard let stored, Crypto.verifyPassword(form["current"] ?? "", hash: stored) else { return true }
+            _ = try tx.query("select app.change_own_password(\(Crypto.hashPassword(new)))")
+            try Admin.audit(tx, context, caller, action: "account.password_changed", target: "user:\(caller.info.userID)")
+            return false
+        }
+        if wrong { return try page(context, notice: nil, error: "the current password is not right", status: 422) }
+        return Pages.redirect("/account?done=password")
+    }
+
+    struct ForgotView {
+        let chrome: Pages.Chrome
+        let csrf: String
+        let sent: Bool
+    }
+
+    static func showForgot(_ context: RequestContext) throws -> HTTPResponse {
+        forgotPage(context, sent: false)
+    }
+
+    static func forgotPage(_ context: RequestContext, sent: Bool) -> HTTPResponse {
+        let preSession = Crypto.newToken()
+        return Pages.html(context, "admin/forgot", ForgotView(
+            chrome: Pages.Chrome(title: "Forgotten password", caller: nil),
+            csrf: WebSession.loginCSRFToken(preSession: preSession, key: context.app.secrets.csrfKey), sent: sent),
+            headers: [Cookies.set(WebSession.preSessionCookie, preSession, maxAge: 3600)])
+    }
+
+    /// The same answer for every address. The link can only reach its owner by mail; this
+    /// server does not send mail yet, so it is written to the worker's log for the operator.
+    static func submitForgot(_ context: RequestContext) throws -> HTTPResponse {
+        let form = try AccountLinks.preSessionForm(context)
+        let email = String((form["email"] ?? "").trimmingCharacters(in: .whitespaces).prefix(254))
+        if !email.isEmpty {
+            let token = Crypto.newToken()
+            let userID = try context.anonymous { tx in
+                try tx.query("select app.issue_reset_by_email(\(email), \(Tokens.hash(token)), \(AccountLinks.lifetimeSeconds)) as id").first?["id"]
+            }
+            if userID != nil {
+                Log.info("password reset requested for user \(userID ?? ""); mail is not configured, link: \(AccountLinks.url(context, token: token))",
+                         requestID: context.requestID)
+            }
+        }
+        return forgotPage(context, sent: true)
+    }
+}
