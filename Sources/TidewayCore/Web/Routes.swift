@@ -10,5 +10,6 @@ public enum Routes {
         BlobRoutes.register(&router)
         LoginPages.register(&router)
         HomePage.register(&router)
+        DashboardPages.register(&router)
     }
 }
