@@ -55,20 +55,34 @@ struct DashboardData {
     static func read(_ tx: Transaction, _ scope: DashboardScope, agencyCharts: Bool) throws -> DashboardData {
         let f = scope.boardings
         let start = scope.range.startAt, end = scope.range.endAt
+        // Row-level security is checked on every row a query reads, so the boardings of the
+        // range are read once: every count of the page is a grouping set of one scan.
         var statements: [SQL] = [
             """
-            select count(*) as boardings, count(*) filter (where r.warnings + r.citations = 0) as compliant,
-                   coalesce(sum(r.warnings), 0) as warnings, coalesce(sum(r.citations), 0) as citations
-              from sync.reports r where \(f)
+            select grouping(week, month, level, email) as g, to_char(week, 'YYYY-MM-DD') as week,
+                   to_char(month, 'YYYY-MM') as month, level, email,
+                   count(*) as n, count(*) filter (where v = 0) as compliant, sum(warnings) as warnings,
+                   sum(citations) as citations, sum(v) as violations,
+                   count(*) filter (where located) as located, min(lon) filter (where located) as w,
+                   max(lon) filter (where located) as e, min(lat) filter (where located) as s,
+                   max(lat) filter (where located) as north
+              from (select date_trunc('week', r.boarded_at at time zone 'UTC') as week,
+                           date_trunc('month', r.boarded_at at time zone 'UTC') as month,
+                           coalesce(r.safety_level, 'Not recorded') as level, r.officer_email as email,
+                           r.warnings, r.citations, r.warnings + r.citations as v, r.lon, r.lat,
+                           (r.lon between -180 and 180 and r.lat between -90 and 90) as located
+                      from sync.reports r where \(f)) b
+             group by grouping sets ((), (week), (month), (level), (email))
             """,
-            """
-            select app.patrol_hours(\(scope.agency), \(scope.officerEmail), \(start)::timestamptz, \(end)::timestamptz) as hours,
-                   app.patrol_days(\(scope.agency), \(scope.officerEmail), \(start)::timestamptz, \(end)::timestamptz) as days
-            """,
-            """
-            select count(*) as n, min(r.lon) as w, max(r.lon) as e, min(r.lat) as s, max(r.lat) as north
-              from sync.reports r where \(scope.located)
-            """,
+            agencyCharts
+                ? """
+                  select who, sum(extract(epoch from ended - started)) / 3600 as hours, 0 as days
+                    from app.patrol_intervals(\(scope.agency), null, \(start)::timestamptz, \(end)::timestamptz) group by who
+                  """
+                : """
+                  select '' as who, app.patrol_hours(\(scope.agency), \(scope.officerEmail), \(start)::timestamptz, \(end)::timestamptz) as hours,
+                         app.patrol_days(\(scope.agency), \(scope.officerEmail), \(start)::timestamptz, \(end)::timestamptz) as days
+                  """,
             """
             select r.id, r.lon, r.lat, r.safety_level from sync.reports r where \(scope.located)
              order by r.boarded_at desc, r.id limit \(pointLimit + 1)
@@ -85,46 +99,23 @@ struct DashboardData {
         if agencyCharts {
             statements += [
                 """
-                select to_char(w, 'YYYY-MM-DD') as label, count(r.id) as n
+                select to_char(w, 'YYYY-MM-DD') as label
                   from generate_series(date_trunc('week', \(start)::timestamptz at time zone 'UTC'),
                                        \(end)::timestamptz at time zone 'UTC' - interval '1 microsecond', interval '1 week') w
-                  left join sync.reports r on \(f) and date_trunc('week', r.boarded_at at time zone 'UTC') = w
-                 group by w order by w
                 """,
                 """
-                select to_char(m, 'YYYY-MM') as label, count(r.id) as n,
-                       count(r.id) filter (where r.warnings + r.citations = 0) as compliant
+                select to_char(m, 'YYYY-MM') as label
                   from generate_series(date_trunc('month', \(start)::timestamptz at time zone 'UTC'),
                                        \(end)::timestamptz at time zone 'UTC' - interval '1 microsecond', interval '1 month') m
-                  left join sync.reports r on \(f) and date_trunc('month', r.boarded_at at time zone 'UTC') = m
-                 group by m order by m
                 """,
+                // Violation codes and catch by species, from one scan.
                 """
-                select code, count(*) as n from sync.reports r, unnest(r.violation_codes) code
-                 where \(f) group by code order by n desc, code limit 10
-                """,
-                """
-                select c.key as species, sum(c.value::numeric) as kg from sync.reports r, jsonb_each_text(r.catch_kg) c
-                 where \(f) group by c.key order by kg desc, c.key limit 10
-                """,
-                """
-                select coalesce(r.safety_level, 'Not recorded') as level, count(*) as n
-                  from sync.reports r where \(f) group by 1
-                """,
-                """
-                with b as (
-                    select r.officer_email as email, count(*) as n, sum(r.warnings + r.citations) as v,
-                           count(*) filter (where r.warnings + r.citations = 0) as ok
-                      from sync.reports r where \(f) and r.officer_email is not null group by 1
-                ), d as (
-                    select distinct lower(doc -> 'user' ->> 'email') as email from sync.duty_changes
-                     where partition = \(scope.partition) and not deleted and doc -> 'user' ->> 'email' is not null
-                ), rows as (
-                    select email, coalesce(b.n, 0) as n, coalesce(b.v, 0) as v, coalesce(b.ok, 0) as ok,
-                           app.patrol_hours(\(scope.agency), email, \(start)::timestamptz, \(end)::timestamptz) as hours
-                      from b full join d using (email)
-                )
-                select * from rows where n > 0 or hours > 0 order by n desc, email
+                select u.kind, u.key, sum(u.amount) as amount
+                  from sync.reports r,
+                       lateral (select 'code', c, 1::double precision from unnest(r.violation_codes) c
+                                union all
+                                select 'fish', x.species, x.kg from unnest(r.catch_species, r.catch_kg) x(species, kg)) u(kind, key, amount)
+                 where \(f) group by 1, 2
                 """,
             ]
         } else {
@@ -137,11 +128,14 @@ struct DashboardData {
         }
         let results = try tx.queries(statements)
         var data = DashboardData()
-        let t = results[0].first!, patrol = results[1].first!
-        data.totals = Totals(boardings: t.int("boardings") ?? 0, compliant: t.int("compliant") ?? 0,
-                             warnings: t.int("warnings") ?? 0, citations: t.int("citations") ?? 0,
-                             hours: patrol.double("hours"), days: patrol.int("days") ?? 0)
-        data.areas = results[4].rows.compactMap { row in
+        // grouping(week, month, level, email): a bit per column left out of the set.
+        let groups = Dictionary(grouping: results[0].rows) { $0.int("g") ?? -1 }
+        let all = groups[15]?.first
+        let patrol = results[1].rows
+        data.totals = Totals(boardings: all?.int("n") ?? 0, compliant: all?.int("compliant") ?? 0,
+                             warnings: all?.int("warnings") ?? 0, citations: all?.int("citations") ?? 0,
+                             hours: patrol.reduce(0) { $0 + $1.double("hours") }, days: patrol.first?.int("days") ?? 0)
+        data.areas = results[3].rows.compactMap { row in
             let ring = (row["ring"] ?? "").split(separator: ",").compactMap { pair -> (lon: Double, lat: Double)? in
                 let xy = pair.split(separator: " ")
                 guard xy.count == 2, let lon = Double(xy[0]), let lat = Double(xy[1]) else { return nil }
@@ -149,22 +143,42 @@ struct DashboardData {
             }
             return ring.count >= 3 ? MapArea(name: row["name"] ?? "Protected area", ring: ring) : nil
         }
-        try data.readMap(results[2].first!, results[3], tx, scope)
+        try data.readMap(all, results[2], tx, scope)
         if agencyCharts {
-            data.weeks = results[5].rows.map { ChartValue($0["label"] ?? "", $0.double("n")) }
-            data.months = results[6].rows.map { ($0["label"] ?? "", $0.int("n") ?? 0, $0.int("compliant") ?? 0) }
-            data.codes = results[7].rows.map { ChartValue($0["code"] ?? "", $0.double("n")) }
-            data.catchKg = results[8].rows.map { ChartValue($0["species"] ?? "", $0.double("kg")) }
-            let levels = Dictionary(results[9].rows.map { ($0["level"] ?? "", $0.double("n")) }, uniquingKeysWith: +)
-            data.safety = (["Green", "Amber", "Red", "Not recorded"] + levels.keys.sorted().filter {
-                !["Green", "Amber", "Red", "Not recorded"].contains($0)
-            }).compactMap { level in levels[level].map { ChartValue(level, $0) } }
-            data.officers = results[10].rows.map {
-                Officer(email: $0["email"] ?? "", boardings: $0.int("n") ?? 0, violations: $0.int("v") ?? 0,
-                        compliant: $0.int("ok") ?? 0, hours: $0.double("hours"))
+            let weeks = Dictionary(uniqueKeysWithValues: (groups[7] ?? []).map { ($0["week"] ?? "", $0.double("n")) })
+            data.weeks = results[4].rows.map { row in ChartValue(row["label"] ?? "", weeks[row["label"] ?? ""] ?? 0) }
+            let months = Dictionary(uniqueKeysWithValues: (groups[11] ?? []).map { ($0["month"] ?? "", $0) })
+            data.months = results[5].rows.map { row in
+                let m = months[row["label"] ?? ""]
+                return (row["label"] ?? "", m?.int("n") ?? 0, m?.int("compliant") ?? 0)
             }
+            let top: (String) -> [ChartValue] = { kind in
+                results[6].rows.filter { $0["kind"] == kind }
+                    .map { ChartValue($0["key"] ?? "", $0.double("amount")) }
+                    .sorted { ($0.value, $1.label) > ($1.value, $0.label) }
+                    .prefix(10).map { $0 }
+            }
+            data.codes = top("code")
+            data.catchKg = top("fish")
+            let levels = Dictionary((groups[13] ?? []).map { ($0["level"] ?? "", $0.double("n")) }, uniquingKeysWith: +)
+            let known = ["Green", "Amber", "Red", "Not recorded"]
+            data.safety = (known + levels.keys.sorted().filter { !known.contains($0) }).compactMap { level in
+                levels[level].map { ChartValue(level, $0) }
+            }
+            // Officers: anyone with boardings in the range or patrol time in it (by e-mail).
+            let hours = Dictionary(patrol.map { ($0["who"] ?? "", $0.double("hours")) }, uniquingKeysWith: +)
+            var rows: [String: Officer] = [:]
+            for row in groups[14] ?? [] {
+                guard let email = row["email"] else { continue }
+                rows[email] = Officer(email: email, boardings: row.int("n") ?? 0, violations: row.int("violations") ?? 0,
+                                      compliant: row.int("compliant") ?? 0, hours: hours[email] ?? 0)
+            }
+            for (who, h) in hours where rows[who] == nil && who.contains("@") && h > 0 {
+                rows[who] = Officer(email: who, boardings: 0, violations: 0, compliant: 0, hours: h)
+            }
+            data.officers = rows.values.sorted { ($1.boardings, $0.email) < ($0.boardings, $1.email) }
         } else {
-            data.recent = results[5].rows.map {
+            data.recent = results[4].rows.map {
                 Recent(id: $0["id"] ?? "", at: $0["at"] ?? "", vessel: $0["vessel"] ?? "",
                        warnings: $0.int("warnings") ?? 0, citations: $0.int("citations") ?? 0, level: $0["level"] ?? "")
             }
@@ -173,10 +187,10 @@ struct DashboardData {
     }
 
     /// Fits the map to the boardings and protected areas; draws points, or bins them.
-    private mutating func readMap(_ bounds: Row, _ pointRows: QueryResult, _ tx: Transaction, _ scope: DashboardScope) throws {
-        mapCount = bounds.int("n") ?? 0
+    private mutating func readMap(_ bounds: Row?, _ pointRows: QueryResult, _ tx: Transaction, _ scope: DashboardScope) throws {
+        mapCount = bounds?.int("located") ?? 0
         var lons = areas.flatMap { $0.ring.map(\.lon) }, lats = areas.flatMap { $0.ring.map(\.lat) }
-        if mapCount > 0 {
+        if let bounds, mapCount > 0 {
             lons += [bounds.double("w"), bounds.double("e")]
             lats += [bounds.double("s"), bounds.double("north")]
         }
