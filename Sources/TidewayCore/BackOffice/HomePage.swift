@@ -1,7 +1,7 @@
 import FastCGI
 
-/// `/`: the signed-in home page. Dashboards replace its body later; for now it says who
-/// you are and where to go.
+/// `/`: the signed-in home page: the role's dashboard (Dashboards/DashboardPages.swift);
+/// a user with neither an agency nor the global role gets a plain welcome.
 enum HomePage {
     static func register(_ router: inout Router) {
         router.get("/", show)
@@ -18,8 +18,9 @@ enum HomePage {
     }
 
     static func show(_ context: RequestContext) throws -> HTTPResponse {
-        try WebSession.asUser(context, readOnly: true) { _, caller in
-            Pages.html(context, "home", HomeView(
+        try WebSession.asUser(context, readOnly: true) { tx, caller in
+            if let dashboard = try DashboardPages.home(context, tx, caller) { return dashboard }
+            return Pages.html(context, "home", HomeView(
                 chrome: Pages.Chrome(title: "Home", caller: caller),
                 displayName: caller.info.displayName.isEmpty ? caller.info.email : caller.info.displayName,
                 roleLabel: caller.info.role.label, agency: caller.info.agency,

@@ -12,5 +12,6 @@ public enum Routes {
         HomePage.register(&router)
         BoardingRoutes.register(&router)
         AdminRoutes.register(&router)
+        DashboardPages.register(&router)
     }
 }

@@ -1,0 +1,225 @@
+import Database
+import Foundation
+
+/// Whose boardings a dashboard counts: one agency's, in a date range, optionally one
+/// officer's. The derived facts (violation, compliant, boarding date, catch in kg, patrol
+/// time) are defined once, in Migrations/0050_dashboard_facts.sql; these queries only sum
+/// the generated columns. They run in the signed-in user's transaction, under row-level
+/// security, so nobody counts rows they cannot read.
+struct DashboardScope {
+    let agency: String
+    let officerEmail: String?
+    let range: DateRange
+
+    var partition: String { Partition.agency(agency) }
+
+    /// The boardings in scope, as a condition on `sync.reports r`.
+    var boardings: SQL {
+        var sql: SQL = """
+            r.partition = \(partition) and r.is_boarding \
+            and r.boarded_at >= \(range.startAt)::timestamptz and r.boarded_at < \(range.endAt)::timestamptz
+            """
+        if let officerEmail { sql = sql + " and r.officer_email = lower(\(officerEmail))" }
+        return sql
+    }
+
+    var located: SQL { boardings + " and r.lon between -180 and 180 and r.lat between -90 and 90" }
+}
+
+/// The numbers of one dashboard, read in one pipelined round trip (and a second one for
+/// the map's bins when there are too many boardings to draw one by one).
+struct DashboardData {
+    struct Totals { var boardings = 0, compliant = 0, warnings = 0, citations = 0, hours = 0.0, days = 0 }
+    struct Officer { let email: String; let boardings: Int; let violations: Int; let compliant: Int; let hours: Double }
+    struct Recent { let id: String; let at: String; let vessel: String; let warnings: Int; let citations: Int; let level: String }
+
+    var totals = Totals()
+    var weeks: [ChartValue] = []
+    var months: [(label: String, boardings: Int, compliant: Int)] = []
+    var codes: [ChartValue] = []
+    var catchKg: [ChartValue] = []
+    var safety: [ChartValue] = []
+    var officers: [Officer] = []
+    var recent: [Recent] = []
+    var mapCount = 0
+    var view: MapView?
+    var points: [MapPoint] = []
+    var bins: [MapBin] = []
+    var areas: [MapArea] = []
+
+    /// At most this many boardings are drawn one by one; more are binned into a grid.
+    static let pointLimit = 500
+    /// Grid cell of the binned map, in pixels.
+    static let binPixels = 18.0
+
+    static func read(_ tx: Transaction, _ scope: DashboardScope, agencyCharts: Bool) throws -> DashboardData {
+        let f = scope.boardings
+        let start = scope.range.startAt, end = scope.range.endAt
+        // Row-level security is checked on every row a query reads, so the boardings of the
+        // range are read once: every count of the page is a grouping set of one scan.
+        var statements: [SQL] = [
+            """
+            select grouping(week, month, level, email) as g, to_char(week, 'YYYY-MM-DD') as week,
+                   to_char(month, 'YYYY-MM') as month, level, email,
+                   count(*) as n, count(*) filter (where v = 0) as compliant, sum(warnings) as warnings,
+                   sum(citations) as citations, sum(v) as violations,
+                   count(*) filter (where located) as located, min(lon) filter (where located) as w,
+                   max(lon) filter (where located) as e, min(lat) filter (where located) as s,
+                   max(lat) filter (where located) as north
+              from (select date_trunc('week', r.boarded_at at time zone 'UTC') as week,
+                           date_trunc('month', r.boarded_at at time zone 'UTC') as month,
+                           coalesce(r.safety_level, 'Not recorded') as level, r.officer_email as email,
+                           r.warnings, r.citations, r.warnings + r.citations as v, r.lon, r.lat,
+                           (r.lon between -180 and 180 and r.lat between -90 and 90) as located
+                      from sync.reports r where \(f)) b
+             group by grouping sets ((), (week), (month), (level), (email))
+            """,
+            agencyCharts
+                ? """
+                  select who, sum(extract(epoch from ended - started)) / 3600 as hours, 0 as days
+                    from app.patrol_intervals(\(scope.agency), null, \(start)::timestamptz, \(end)::timestamptz) group by who
+                  """
+                : """
+                  select '' as who, app.patrol_hours(\(scope.agency), \(scope.officerEmail), \(start)::timestamptz, \(end)::timestamptz) as hours,
+                         app.patrol_days(\(scope.agency), \(scope.officerEmail), \(start)::timestamptz, \(end)::timestamptz) as days
+                  """,
+            """
+            select r.id, r.lon, r.lat, r.safety_level from sync.reports r where \(scope.located)
+             order by r.boarded_at desc, r.id limit \(pointLimit + 1)
+            """,
+            """
+            select m.doc ->> 'name' as name,
+                   (select string_agg((c ->> 0) || ' ' || (c ->> 1), ',' order by o)
+                      from jsonb_array_elements(case when jsonb_typeof(m.doc -> 'coordinates') = 'array'
+                                                     then m.doc -> 'coordinates' else '[]' end) with ordinality e(c, o)
+                     where jsonb_typeof(c -> 0) = 'number' and jsonb_typeof(c -> 1) = 'number') as ring
+              from sync.mpas m where m.partition = \(scope.partition) and not m.deleted order by m.id
+            """,
+        ]
+        if agencyCharts {
+            statements += [
+                """
+                select to_char(w, 'YYYY-MM-DD') as label
+                  from generate_series(date_trunc('week', \(start)::timestamptz at time zone 'UTC'),
+                                       \(end)::timestamptz at time zone 'UTC' - interval '1 microsecond', interval '1 week') w
+                """,
+                """
+                select to_char(m, 'YYYY-MM') as label
+                  from generate_series(date_trunc('month', \(start)::timestamptz at time zone 'UTC'),
+                                       \(end)::timestamptz at time zone 'UTC' - interval '1 microsecond', interval '1 month') m
+                """,
+                // Violation codes and catch by species, from one scan.
+                """
+                select u.kind, u.key, sum(u.amount) as amount
+                  from sync.reports r,
+                       lateral (select 'code', c, 1::double precision from unnest(r.violation_codes) c
+                                union all
+                                select 'fish', x.species, x.kg from unnest(r.catch_species, r.catch_kg) x(species, kg)) u(kind, key, amount)
+                 where \(f) group by 1, 2
+                """,
+            ]
+        } else {
+            statements.append("""
+                select r.id, to_char(r.boarded_at at time zone 'UTC', 'YYYY-MM-DD HH24:MI') as at,
+                       coalesce(r.doc -> 'vessel' ->> 'name', '') as vessel, r.warnings, r.citations,
+                       coalesce(r.safety_level, '') as level
+                  from sync.reports r where \(f) order by r.boarded_at desc, r.id limit 10
+                """)
+        }
+        let results = try tx.queries(statements)
+        var data = DashboardData()
+        // grouping(week, month, level, email): a bit per column left out of the set.
+        let groups = Dictionary(grouping: results[0].rows) { $0.int("g") ?? -1 }
+        let all = groups[15]?.first
+        let patrol = results[1].rows
+        data.totals = Totals(boardings: all?.int("n") ?? 0, compliant: all?.int("compliant") ?? 0,
+                             warnings: all?.int("warnings") ?? 0, citations: all?.int("citations") ?? 0,
+                             hours: patrol.reduce(0) { $0 + $1.double("hours") }, days: patrol.first?.int("days") ?? 0)
+        data.areas = results[3].rows.compactMap { row in
+            let ring = (row["ring"] ?? "").split(separator: ",").compactMap { pair -> (lon: Double, lat: Double)? in
+                let xy = pair.split(separator: " ")
+                guard xy.count == 2, let lon = Double(xy[0]), let lat = Double(xy[1]) else { return nil }
+                return (lon, lat)
+            }
+            return ring.count >= 3 ? MapArea(name: row["name"] ?? "Protected area", ring: ring) : nil
+        }
+        try data.readMap(all, results[2], tx, scope)
+        if agencyCharts {
+            let weeks = Dictionary(uniqueKeysWithValues: (groups[7] ?? []).map { ($0["week"] ?? "", $0.double("n")) })
+            data.weeks = results[4].rows.map { row in ChartValue(row["label"] ?? "", weeks[row["label"] ?? ""] ?? 0) }
+            let months = Dictionary(uniqueKeysWithValues: (groups[11] ?? []).map { ($0["month"] ?? "", $0) })
+            data.months = results[5].rows.map { row in
+                let m = months[row["label"] ?? ""]
+                return (row["label"] ?? "", m?.int("n") ?? 0, m?.int("compliant") ?? 0)
+            }
+            let top: (String) -> [ChartValue] = { kind in
+                results[6].rows.filter { $0["kind"] == kind }
+                    .map { ChartValue($0["key"] ?? "", $0.double("amount")) }
+                    .sorted { ($0.value, $1.label) > ($1.value, $0.label) }
+                    .prefix(10).map { $0 }
+            }
+            data.codes = top("code")
+            data.catchKg = top("fish")
+            let levels = Dictionary((groups[13] ?? []).map { ($0["level"] ?? "", $0.double("n")) }, uniquingKeysWith: +)
+            let known = ["Green", "Amber", "Red", "Not recorded"]
+            data.safety = (known + levels.keys.sorted().filter { !known.contains($0) }).compactMap { level in
+                levels[level].map { ChartValue(level, $0) }
+            }
+            // Officers: anyone with boardings in the range or patrol time in it (by e-mail).
+            let hours = Dictionary(patrol.map { ($0["who"] ?? "", $0.double("hours")) }, uniquingKeysWith: +)
+            var rows: [String: Officer] = [:]
+            for row in groups[14] ?? [] {
+                guard let email = row["email"] else { continue }
+                rows[email] = Officer(email: email, boardings: row.int("n") ?? 0, violations: row.int("violations") ?? 0,
+                                      compliant: row.int("compliant") ?? 0, hours: hours[email] ?? 0)
+            }
+            for (who, h) in hours where rows[who] == nil && who.contains("@") && h > 0 {
+                rows[who] = Officer(email: who, boardings: 0, violations: 0, compliant: 0, hours: h)
+            }
+            data.officers = rows.values.sorted { ($1.boardings, $0.email) < ($0.boardings, $1.email) }
+        } else {
+            data.recent = results[4].rows.map {
+                Recent(id: $0["id"] ?? "", at: $0["at"] ?? "", vessel: $0["vessel"] ?? "",
+                       warnings: $0.int("warnings") ?? 0, citations: $0.int("citations") ?? 0, level: $0["level"] ?? "")
+            }
+        }
+        return data
+    }
+
+    /// Fits the map to the boardings and protected areas; draws points, or bins them.
+    private mutating func readMap(_ bounds: Row?, _ pointRows: QueryResult, _ tx: Transaction, _ scope: DashboardScope) throws {
+        mapCount = bounds?.int("located") ?? 0
+        var lons = areas.flatMap { $0.ring.map(\.lon) }, lats = areas.flatMap { $0.ring.map(\.lat) }
+        if let bounds, mapCount > 0 {
+            lons += [bounds.double("w"), bounds.double("e")]
+            lats += [bounds.double("s"), bounds.double("north")]
+        }
+        guard let lonMin = lons.min(), let lonMax = lons.max(), let latMin = lats.min(), let latMax = lats.max() else { return }
+        let view = MapView(lonMin: lonMin, lonMax: lonMax, latMin: latMin, latMax: latMax)
+        self.view = view
+        if mapCount <= Self.pointLimit {
+            points = pointRows.rows.map {
+                MapPoint(id: $0["id"] ?? "", lon: $0.double("lon"), lat: $0.double("lat"), level: $0["safety_level"])
+            }
+            return
+        }
+        let cellLon = Self.binPixels / view.kx, cellLat = Self.binPixels / view.ky
+        let rows = try tx.query("""
+            select floor((r.lon - \(view.west)) / \(cellLon))::int as gx, floor((\(view.north) - r.lat) / \(cellLat))::int as gy,
+                   coalesce(r.safety_level, 'Not recorded') as level, count(*) as n
+              from sync.reports r where \(scope.located) group by 1, 2, 3
+            """).rows
+        var cells: [String: (gx: Int, gy: Int, counts: [String: Int])] = [:]
+        for row in rows {
+            let gx = row.int("gx") ?? 0, gy = row.int("gy") ?? 0
+            cells["\(gx),\(gy)", default: (gx, gy, [:])].counts[row["level"] ?? "", default: 0] += row.int("n") ?? 0
+        }
+        bins = cells.values.sorted { ($0.gy, $0.gx) < ($1.gy, $1.gx) }.map {
+            MapBin(lon: view.west + (Double($0.gx) + 0.5) * cellLon, lat: view.north - (Double($0.gy) + 0.5) * cellLat, counts: $0.counts)
+        }
+    }
+}
+
+extension Row {
+    func double(_ name: String) -> Double { self[name].flatMap { Double($0) } ?? 0 }
+}
