@@ -1,4 +1,4 @@
-"""Drives Bench/dashboards.sh: tops the duty log up to ~20,000 changes, then times each
+"""Drives Bench/08-dashboards.sh: tops the duty log up to ~20,000 changes, then times each
 dashboard page (sequential GETs through nginx, after a warm-up) and prints p50/p95 of the
 server time against the aim of 150 ms. Never fails on numbers."""
 import os
