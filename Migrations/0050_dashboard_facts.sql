@@ -67,8 +67,8 @@ language sql immutable parallel safe as $$ select coalesce(array_agg(fish order 
 create function app.report_catch_kg(doc jsonb) returns double precision[]
 language sql immutable parallel safe as $$ select coalesce(array_agg(kg order by fish), '{}') from app.report_catch(doc) $$;
 
+-- `boarded_at` (the boarding's date) comes from 0031, which computes it the same way.
 alter table sync.reports
-    add column boarded_at timestamptz generated always as (app.report_time(doc)) stored,
     add column officer_email text generated always as (lower(doc -> 'reportingOfficer' ->> 'email')) stored,
     add column warnings integer generated always as (app.report_violation_count(doc, 'Warning')) stored,
     add column citations integer generated always as (app.report_violation_count(doc, 'Citation')) stored,
