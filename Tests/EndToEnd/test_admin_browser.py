@@ -38,7 +38,9 @@ def sign_in(driver, email, password=PASSWORD):
     driver.find_element(By.NAME, "email").send_keys(email)
     driver.find_element(By.NAME, "password").send_keys(password)
     driver.find_element(By.CSS_SELECTOR, "main button[type=submit]").click()
-    WebDriverWait(driver, 20).until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Welcome"))
+    # Signed in: the home page is the role's dashboard, with the user's name in the top bar.
+    WebDriverWait(driver, 20).until(lambda d: "/login" not in d.current_url)
+    WebDriverWait(driver, 20).until(EC.presence_of_element_located((By.CSS_SELECTOR, ".who .name")))
 
 
 def shot(driver, name):
