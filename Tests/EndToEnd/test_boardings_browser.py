@@ -77,7 +77,7 @@ def test_search_filter_open_edit_and_see_the_change(browser):
 
     # Open it.
     rows[0].find_element(By.LINK_TEXT, vessel).click()
-    assert browser.current_url.endswith("/boardings/" + report_id)
+    WebDriverWait(browser, 20).until(lambda b: b.current_url.endswith("/boardings/" + report_id))
     assert "Émile Ndong" in browser.page_source
     shot(browser, "view")
     shot(browser, "view-phone", width=390)
@@ -100,7 +100,7 @@ def test_search_filter_open_edit_and_see_the_change(browser):
     shot(browser, "edit-form")
     browser.find_element(By.CSS_SELECTOR, "button[name=_save]").click()
 
-    assert browser.current_url.endswith("/boardings/" + report_id + "?saved=1")
+    WebDriverWait(browser, 20).until(lambda b: b.current_url.endswith("/boardings/" + report_id + "?saved=1"))
     page = browser.page_source
     for text in ["GA-2025-EDITED", "GA-CAP-99", "Nouveau Marin", "Fish and Game code 7145(a)", "Fishing without a license"]:
         assert text in page
@@ -146,7 +146,7 @@ def test_create_a_report(browser):
     field(browser, "/inspection/actualCatch/0/number").send_keys("7")
     browser.find_element(By.CSS_SELECTOR, "button[name=_save]").click()
 
-    assert "?saved=1" in browser.current_url
+    WebDriverWait(browser, 20).until(lambda b: "?saved=1" in b.current_url)
     report_id = browser.current_url.split("/boardings/")[1].split("?")[0]
     doc, version, partition = stored(report_id)
     assert partition == "agency=Gabon" and version == 1
