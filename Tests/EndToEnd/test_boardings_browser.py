@@ -8,6 +8,7 @@ import pytest
 from selenium import webdriver
 from selenium.common.exceptions import NoAlertPresentException
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from boardings_support import history_exists, insert_report, report_doc, screenshot_dir, stored
@@ -15,6 +16,14 @@ from conftest import PASSWORD, URL
 
 
 @pytest.fixture(scope="module")
+
+def click_and_wait(driver, element):
+    """Clicks a button that submits a form and waits until the next page replaced this one
+    (a click does not wait for the navigation it starts, and a re-rendered form keeps its URL)."""
+    page = driver.find_element(By.TAG_NAME, "html")
+    element.click()
+    WebDriverWait(driver, 20).until(expected_conditions.staleness_of(page))
+
 def browser():
     options = webdriver.ChromeOptions()
     for arg in ["--headless=new", "--no-sandbox", "--ignore-certificate-errors", "--window-size=1280,1000",
@@ -39,7 +48,7 @@ def sign_in(driver, email):
     driver.get(URL + "/login")
     driver.find_element(By.NAME, "email").send_keys(email)
     driver.find_element(By.NAME, "password").send_keys(PASSWORD)
-    driver.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+    click_and_wait(driver, driver.find_element(By.CSS_SELECTOR, "form button[type=submit]"))
     # A click does not wait for the navigation it starts.
     WebDriverWait(driver, 20).until(lambda d: "/login" not in d.current_url)
 
@@ -58,7 +67,7 @@ def test_search_filter_open_edit_and_see_the_change(browser):
     browser.find_element(By.CSS_SELECTOR, "details.filters summary").click()
     box = browser.find_element(By.ID, "f-q")
     box.send_keys(vessel.upper().replace("BRISA", "brisa") + " emile")
-    browser.find_element(By.CSS_SELECTOR, ".filter-form button[type=submit]").click()
+    click_and_wait(browser, browser.find_element(By.CSS_SELECTOR, ".filter-form button[type=submit]"))
     WebDriverWait(browser, 20).until(lambda b: "q=" in b.current_url)
     rows = browser.find_elements(By.CSS_SELECTOR, "table.boardings tbody tr")
     assert len(rows) == 1 and vessel in rows[0].text
@@ -66,39 +75,39 @@ def test_search_filter_open_edit_and_see_the_change(browser):
 
     # Filter: safety level Green keeps it, Red drops it; the state is in the URL.
     Select(browser.find_element(By.ID, "f-safety")).select_by_value("Red")
-    browser.find_element(By.CSS_SELECTOR, ".filter-form button[type=submit]").click()
+    click_and_wait(browser, browser.find_element(By.CSS_SELECTOR, ".filter-form button[type=submit]"))
     WebDriverWait(browser, 20).until(lambda b: "safety=Red" in b.current_url)
     assert browser.find_elements(By.CSS_SELECTOR, "table.boardings tbody tr") == []
     assert "No reports match" in browser.page_source
     Select(browser.find_element(By.ID, "f-safety")).select_by_value("Green")
-    browser.find_element(By.CSS_SELECTOR, ".filter-form button[type=submit]").click()
+    click_and_wait(browser, browser.find_element(By.CSS_SELECTOR, ".filter-form button[type=submit]"))
     rows = browser.find_elements(By.CSS_SELECTOR, "table.boardings tbody tr")
     assert len(rows) == 1
 
     # Open it.
-    rows[0].find_element(By.LINK_TEXT, vessel).click()
+    click_and_wait(browser, rows[0].find_element(By.LINK_TEXT, vessel))
     WebDriverWait(browser, 20).until(lambda b: b.current_url.endswith("/boardings/" + report_id))
     assert "Émile Ndong" in browser.page_source
     shot(browser, "view")
     shot(browser, "view-phone", width=390)
 
     # Edit two fields, add a crew member and a violation, save.
-    browser.find_element(By.LINK_TEXT, "Edit").click()
+    click_and_wait(browser, browser.find_element(By.LINK_TEXT, "Edit"))
     field(browser, "/vessel/permitNumber").clear()
     field(browser, "/vessel/permitNumber").send_keys("GA-2025-EDITED")
     field(browser, "/captain/license").clear()
     field(browser, "/captain/license").send_keys("GA-CAP-99")
-    browser.find_element(By.CSS_SELECTOR, "button[name=_add][value='/crew']").click()
+    click_and_wait(browser, browser.find_element(By.CSS_SELECTOR, "button[name=_add][value='/crew']"))
     # The form came back with what was typed and an empty second crew row.
     assert field(browser, "/vessel/permitNumber").get_attribute("value") == "GA-2025-EDITED"
     field(browser, "/crew/1/name").send_keys("Nouveau Marin")
     field(browser, "/crew/1/license").send_keys("GA-777")
-    browser.find_element(By.CSS_SELECTOR, "button[name=_add][value='/inspection/summary/violations']").click()
+    click_and_wait(browser, browser.find_element(By.CSS_SELECTOR, "button[name=_add][value='/inspection/summary/violations']"))
     Select(field(browser, "/inspection/summary/violations/0/disposition")).select_by_value("Citation")
     Select(field(browser, "/inspection/summary/violations/0/offence/code")).select_by_value("Fish and Game code 7145(a)")
     field(browser, "/inspection/summary/violations/0/crewMember/name").send_keys("Nouveau Marin")
     shot(browser, "edit-form")
-    browser.find_element(By.CSS_SELECTOR, "button[name=_save]").click()
+    click_and_wait(browser, browser.find_element(By.CSS_SELECTOR, "button[name=_save]"))
 
     WebDriverWait(browser, 20).until(lambda b: b.current_url.endswith("/boardings/" + report_id + "?saved=1"))
     page = browser.page_source
@@ -131,11 +140,11 @@ def test_create_a_report(browser):
     field(browser, "/location/0").send_keys("9.1")
     Select(field(browser, "/inspection/summary/safetyLevel/level")).select_by_value("Amber")
     # A bad number comes back with a message next to it and everything typed kept.
-    browser.find_element(By.CSS_SELECTOR, "button[name=_add][value='/inspection/actualCatch']").click()
+    click_and_wait(browser, browser.find_element(By.CSS_SELECTOR, "button[name=_add][value='/inspection/actualCatch']"))
     Select(field(browser, "/inspection/actualCatch/0/fish")).select_by_value("Swordfish")
     field(browser, "/inspection/actualCatch/0/number").send_keys("many")
     field(browser, "/inspection/actualCatch/0/weight").send_keys("40")
-    browser.find_element(By.CSS_SELECTOR, "button[name=_save]").click()
+    click_and_wait(browser, browser.find_element(By.CSS_SELECTOR, "button[name=_save]"))
     assert "The report was not saved" in browser.page_source
     error = browser.find_element(By.ID, "f-inspection-actualCatch-0-number-error")
     assert "whole number" in error.text
@@ -144,7 +153,7 @@ def test_create_a_report(browser):
     shot(browser, "new-invalid-phone", width=390)
     field(browser, "/inspection/actualCatch/0/number").clear()
     field(browser, "/inspection/actualCatch/0/number").send_keys("7")
-    browser.find_element(By.CSS_SELECTOR, "button[name=_save]").click()
+    click_and_wait(browser, browser.find_element(By.CSS_SELECTOR, "button[name=_save]"))
 
     WebDriverWait(browser, 20).until(lambda b: "?saved=1" in b.current_url)
     report_id = browser.current_url.split("/boardings/")[1].split("?")[0]
