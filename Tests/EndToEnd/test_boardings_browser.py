@@ -16,14 +16,6 @@ from conftest import PASSWORD, URL
 
 
 @pytest.fixture(scope="module")
-
-def click_and_wait(driver, element):
-    """Clicks a button that submits a form and waits until the next page replaced this one
-    (a click does not wait for the navigation it starts, and a re-rendered form keeps its URL)."""
-    page = driver.find_element(By.TAG_NAME, "html")
-    element.click()
-    WebDriverWait(driver, 20).until(expected_conditions.staleness_of(page))
-
 def browser():
     options = webdriver.ChromeOptions()
     for arg in ["--headless=new", "--no-sandbox", "--ignore-certificate-errors", "--window-size=1280,1000",
@@ -33,6 +25,14 @@ def browser():
     driver.implicitly_wait(2)
     yield driver
     driver.quit()
+
+
+def click_and_wait(driver, element):
+    """Clicks a button that submits a form and waits until the next page replaced this one
+    (a click does not wait for the navigation it starts, and a re-rendered form keeps its URL)."""
+    page = driver.find_element(By.TAG_NAME, "html")
+    element.click()
+    WebDriverWait(driver, 20).until(expected_conditions.staleness_of(page))
 
 
 def shot(driver, name, width=1280):
