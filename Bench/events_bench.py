@@ -181,6 +181,12 @@ def main():
         sent, answered = push(writer[agency], agency)
         results = pending.get(timeout=90)
     times = sorted(t for r in results for t, _ in r[2] if t >= sent)
+    fan_connected = sum(r[0] for r in results)
+    fan_failures = {}
+    for r in results:
+        for reason, n in r[1].items():
+            fan_failures[reason] = fan_failures.get(reason, 0) + n
+    print(f"fan-out streams connected: {fan_connected} of 1000; failures: {fan_failures or 'none'}")
     if not times:
         print("fan-out: no event arrived (streams not subscribed in time?)")
     else:
