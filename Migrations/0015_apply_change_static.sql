@@ -1,9 +1,19 @@
--- app.apply_change with one static statement per table instead of dynamic SQL: PL/pgSQL
--- plans static statements once per connection, where EXECUTE plans on every call. Same
--- behaviour as 0011 (and 0006's insert of an existing document as an UPDATE); measured
--- about 2.6 times faster per change. Generated per table: the branches differ only in the
--- table's name.
-create or replace function app.apply_change(
+-- The one write path: a change to one document, applied under the caller's claims (so
+-- row-level security decides), numbered by the partition's clock, recorded in the push
+-- log. Expected refusals come back as a result instead of an error, so that one rejected
+-- change does not stop the others of a batch (the exception block is a savepoint).
+-- `new_doc` is the whole document to store: for an update the server has already merged
+-- the client's patch into the current document and checked the schema.
+--
+-- An insert of an id that exists in its partition is an UPDATE first, so that it needs only
+-- the update right (a user's own `users` document may be updated, never inserted). A
+-- users-document write carries the conversation intents of chat (0011), undone with the
+-- change when it is rejected.
+--
+-- One static statement per table rather than dynamic SQL: PL/pgSQL plans static
+-- statements once per connection, where EXECUTE plans on every call (measured about 2.6
+-- times faster per change). The branches differ only in the table's name.
+create function app.apply_change(
     collection text, p text, doc_id text, op text, new_doc jsonb,
     client_id text, change_id text, expected_version bigint default null, intents jsonb default null)
 returns jsonb
