@@ -33,6 +33,8 @@ def click_and_wait(driver, element):
     page = driver.find_element(By.TAG_NAME, "html")
     element.click()
     WebDriverWait(driver, 20).until(expected_conditions.staleness_of(page))
+    # ...and until the next page has loaded, so that what is found next belongs to it.
+    WebDriverWait(driver, 20).until(lambda d: d.execute_script("return document.readyState") == "complete")
 
 
 def shot(driver, name, width=1280):
