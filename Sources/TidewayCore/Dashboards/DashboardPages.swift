@@ -184,7 +184,7 @@ enum DashboardPages {
         ("warnings", "Warnings", "warnings desc, a.name"),
         ("citations", "Citations", "citations desc, a.name"),
         ("compliance", "Compliance rate",
-         "(count(r.id) filter (where r.warnings + r.citations = 0))::float8 / nullif(count(r.id), 0) desc nulls last, a.name"),
+         "sum(d.compliant)::float8 / nullif(sum(d.boardings), 0) desc nulls last, a.name"),
     ]
 
     static func global(_ context: RequestContext, _ tx: Transaction, _ caller: PageCaller, _ range: DateRange) throws -> HTTPResponse {
@@ -193,12 +193,13 @@ enum DashboardPages {
             throw AppError.badRequest("`sort` must be one of " + sorts.map(\.key).joined(separator: ", "))
         }
         let rows = try tx.query("""
-            select a.key, a.name, count(r.id) as boardings, coalesce(sum(r.warnings + r.citations), 0) as violations,
-                   coalesce(sum(r.warnings), 0) as warnings, coalesce(sum(r.citations), 0) as citations,
-                   count(r.id) filter (where r.warnings + r.citations = 0) as compliant
+            select a.key, a.name, coalesce(sum(d.boardings), 0) as boardings,
+                   coalesce(sum(d.warnings + d.citations), 0) as violations,
+                   coalesce(sum(d.warnings), 0) as warnings, coalesce(sum(d.citations), 0) as citations,
+                   coalesce(sum(d.compliant), 0) as compliant
               from app.agencies a
-              left join sync.reports r on r.partition = 'agency=' || a.key and r.is_boarding
-                   and r.boarded_at >= \(range.startAt)::timestamptz and r.boarded_at < \(range.endAt)::timestamptz
+              left join app.boarding_days d on d.partition = 'agency=' || a.key
+                   and d.day between \(range.from)::date and \(range.to)::date
              group by a.key, a.name
              order by \(unsafeSQL: sort.order)
             """).rows

@@ -24,7 +24,16 @@ struct DashboardScope {
     }
 
     var located: SQL { boardings + " and r.lon between -180 and 180 and r.lat between -90 and 90" }
+
+    /// The days in scope, as a condition on a daily summary `b` (0051).
+    var days: SQL { "b.partition = \(partition) and b.day between \(range.from)::date and \(range.to)::date" }
 }
+
+/// The sums every dashboard total reads from a daily summary.
+private let summed: SQL = """
+    sum(boardings) as n, sum(compliant) as compliant, sum(warnings) as warnings, sum(citations) as citations,
+    sum(located) as located, min(west) as w, max(east) as e, min(south) as s, max(north) as north
+    """
 
 /// The numbers of one dashboard, read in one pipelined round trip (and a second one for
 /// the map's bins when there are too many boardings to draw one by one).
@@ -55,25 +64,22 @@ struct DashboardData {
     static func read(_ tx: Transaction, _ scope: DashboardScope, agencyCharts: Bool) throws -> DashboardData {
         let f = scope.boardings
         let start = scope.range.startAt, end = scope.range.endAt
-        // Row-level security is checked on every row a query reads, so the boardings of the
-        // range are read once: every count of the page is a grouping set of one scan.
+        // Counts come from the daily summaries the write path keeps (0051); only the map's
+        // points and bins and an officer's recent boardings read the reports themselves.
         var statements: [SQL] = [
-            """
-            select grouping(week, month, level, email) as g, to_char(week, 'YYYY-MM-DD') as week,
-                   to_char(month, 'YYYY-MM') as month, level, email,
-                   count(*) as n, count(*) filter (where v = 0) as compliant, sum(warnings) as warnings,
-                   sum(citations) as citations, sum(v) as violations,
-                   count(*) filter (where located) as located, min(lon) filter (where located) as w,
-                   max(lon) filter (where located) as e, min(lat) filter (where located) as s,
-                   max(lat) filter (where located) as north
-              from (select date_trunc('week', r.boarded_at at time zone 'UTC') as week,
-                           date_trunc('month', r.boarded_at at time zone 'UTC') as month,
-                           coalesce(r.safety_level, 'Not recorded') as level, r.officer_email as email,
-                           r.warnings, r.citations, r.warnings + r.citations as v, r.lon, r.lat,
-                           (r.lon between -180 and 180 and r.lat between -90 and 90) as located
-                      from sync.reports r where \(f)) b
-             group by grouping sets ((), (week), (month), (level), (email))
-            """,
+            agencyCharts
+                ? """
+                  select grouping(week, month, level) as g, to_char(week, 'YYYY-MM-DD') as week,
+                         to_char(month, 'YYYY-MM') as month, level, \(summed)
+                    from (select date_trunc('week', b.day::timestamp) as week, date_trunc('month', b.day::timestamp) as month,
+                                 b.safety_level as level, b.*
+                            from app.boarding_days b where \(scope.days)) days
+                   group by grouping sets ((), (week), (month), (level))
+                  """
+                : """
+                  select 7 as g, null as week, null as month, null as level, \(summed)
+                    from app.officer_days b where \(scope.days) and b.officer_email = lower(\(scope.officerEmail ?? ""))
+                  """,
             agencyCharts
                 ? """
                   select who, sum(extract(epoch from ended - started)) / 3600 as hours, 0 as days
@@ -108,14 +114,15 @@ struct DashboardData {
                   from generate_series(date_trunc('month', \(start)::timestamptz at time zone 'UTC'),
                                        \(end)::timestamptz at time zone 'UTC' - interval '1 microsecond', interval '1 month') m
                 """,
-                // Violation codes and catch by species, from one scan.
                 """
-                select u.kind, u.key, sum(u.amount) as amount
-                  from sync.reports r,
-                       lateral (select 'code', c, 1::double precision from unnest(r.violation_codes) c
-                                union all
-                                select 'fish', x.species, x.kg from unnest(r.catch_species, r.catch_kg) x(species, kg)) u(kind, key, amount)
-                 where \(f) group by 1, 2
+                select kind, key, sum(entries) as entries, sum(amount) as amount
+                  from app.tally_days b where \(scope.days) group by 1, 2 having sum(entries) > 0
+                """,
+                """
+                select officer_email as email, sum(boardings) as n, sum(compliant) as compliant,
+                       sum(warnings) + sum(citations) as violations
+                  from app.officer_days b where \(scope.days) and officer_email <> ''
+                 group by 1 having sum(boardings) > 0
                 """,
             ]
         } else {
@@ -128,9 +135,9 @@ struct DashboardData {
         }
         let results = try tx.queries(statements)
         var data = DashboardData()
-        // grouping(week, month, level, email): a bit per column left out of the set.
+        // grouping(week, month, level): a bit per column left out of the set.
         let groups = Dictionary(grouping: results[0].rows) { $0.int("g") ?? -1 }
-        let all = groups[15]?.first
+        let all = groups[7]?.first
         let patrol = results[1].rows
         data.totals = Totals(boardings: all?.int("n") ?? 0, compliant: all?.int("compliant") ?? 0,
                              warnings: all?.int("warnings") ?? 0, citations: all?.int("citations") ?? 0,
@@ -145,22 +152,22 @@ struct DashboardData {
         }
         try data.readMap(all, results[2], tx, scope)
         if agencyCharts {
-            let weeks = Dictionary(uniqueKeysWithValues: (groups[7] ?? []).map { ($0["week"] ?? "", $0.double("n")) })
+            let weeks = Dictionary(uniqueKeysWithValues: (groups[3] ?? []).map { ($0["week"] ?? "", $0.double("n")) })
             data.weeks = results[4].rows.map { row in ChartValue(row["label"] ?? "", weeks[row["label"] ?? ""] ?? 0) }
-            let months = Dictionary(uniqueKeysWithValues: (groups[11] ?? []).map { ($0["month"] ?? "", $0) })
+            let months = Dictionary(uniqueKeysWithValues: (groups[5] ?? []).map { ($0["month"] ?? "", $0) })
             data.months = results[5].rows.map { row in
                 let m = months[row["label"] ?? ""]
                 return (row["label"] ?? "", m?.int("n") ?? 0, m?.int("compliant") ?? 0)
             }
             let top: (String) -> [ChartValue] = { kind in
                 results[6].rows.filter { $0["kind"] == kind }
-                    .map { ChartValue($0["key"] ?? "", $0.double("amount")) }
+                    .map { ChartValue($0["key"] ?? "", $0.double(kind == "code" ? "entries" : "amount")) }
                     .sorted { ($0.value, $1.label) > ($1.value, $0.label) }
                     .prefix(10).map { $0 }
             }
             data.codes = top("code")
             data.catchKg = top("fish")
-            let levels = Dictionary((groups[13] ?? []).map { ($0["level"] ?? "", $0.double("n")) }, uniquingKeysWith: +)
+            let levels = Dictionary((groups[6] ?? []).map { ($0["level"] ?? "", $0.double("n")) }, uniquingKeysWith: +)
             let known = ["Green", "Amber", "Red", "Not recorded"]
             data.safety = (known + levels.keys.sorted().filter { !known.contains($0) }).compactMap { level in
                 levels[level].map { ChartValue(level, $0) }
@@ -168,7 +175,7 @@ struct DashboardData {
             // Officers: anyone with boardings in the range or patrol time in it (by e-mail).
             let hours = Dictionary(patrol.map { ($0["who"] ?? "", $0.double("hours")) }, uniquingKeysWith: +)
             var rows: [String: Officer] = [:]
-            for row in groups[14] ?? [] {
+            for row in results[7].rows {
                 guard let email = row["email"] else { continue }
                 rows[email] = Officer(email: email, boardings: row.int("n") ?? 0, violations: row.int("violations") ?? 0,
                                       compliant: row.int("compliant") ?? 0, hours: hours[email] ?? 0)
