@@ -273,5 +273,11 @@ def test_dashboards_in_headless_chromium(fixture):
         # No sideways scrolling on a phone.
         assert driver.execute_script("return document.documentElement.scrollWidth") <= 400
         driver.save_screenshot(os.path.join(shots, "dashboard-agency-phone.png"))
+        # The boardings list's map layer, on the phone too.
+        driver.get(URL + "/boardings/map" + RANGE)
+        wait.until(expected_conditions.presence_of_element_located((By.CSS_SELECTOR, "svg.map")))
+        assert driver.execute_script("return document.documentElement.scrollWidth") <= 400
+        assert len(driver.find_elements(By.CSS_SELECTOR, "svg.map .point")) == 5  # the draft is on the list too
+        driver.save_screenshot(os.path.join(shots, "boardings-map-phone.png"))
     finally:
         driver.quit()

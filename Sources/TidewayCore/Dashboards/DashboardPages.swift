@@ -53,6 +53,7 @@ enum DashboardPages {
         let columns: [String]
         let rows: [TableRow]
         let empty: Bool
+        var emptyText = "No boardings in this range."
     }
     struct Picker { let from: String; let to: String; let action: String }
 
@@ -121,7 +122,7 @@ enum DashboardPages {
         return Pages.html(context, "dashboards/officer", OfficerView(
             chrome: Pages.Chrome(title: "My patrol", caller: caller), heading: "Welcome, \(name)",
             picker: Picker(from: range.from, to: range.to, action: "/"), livePartition: Partition.agency(agency),
-            tiles: tiles, recent: recent, hasRecent: !recent.isEmpty, map: mapChart(data, title: "My boardings", home: context.app.config.home)))
+            tiles: tiles, recent: recent, hasRecent: !recent.isEmpty, map: data.map.chart(title: "My boardings", home: context.app.config.home)))
     }
 
     static func agencyPage(_ context: RequestContext, _ tx: Transaction, _ caller: PageCaller, key: String, name: String,
@@ -173,7 +174,7 @@ enum DashboardPages {
             boardingsHref: "/boardings?agency=" + FormData.encode(key),
             picker: Picker(from: range.from, to: range.to, action: action), livePartition: Partition.agency(key),
             tiles: tiles, charts: charts, officers: officers, hasOfficers: !officers.isEmpty,
-            map: mapChart(data, title: "Boardings of \(name)", home: context.app.config.home)))
+            map: data.map.chart(title: "Boardings of \(name)", home: context.app.config.home)))
     }
 
     /// Sort orders of the global table: the query's `sort` names one (whitelisted).
@@ -221,23 +222,6 @@ enum DashboardPages {
     }
 
     // MARK: helpers
-
-    static func mapChart(_ data: DashboardData, title: String, home: String) -> Chart {
-        let svg = data.view.map {
-            SVG.map(title: title, view: $0, land: LandPolygons.load(home + "/Data/geo/ne_110m_land.geojson"), areas: data.areas, points: data.points, bins: data.bins)
-        } ?? ""
-        let rows: [TableRow]
-        if data.bins.isEmpty {
-            rows = data.points.map { TableRow(cells: [$0.id, String(format: "%.4f", $0.lon), String(format: "%.4f", $0.lat), $0.level ?? "not recorded"]) }
-        } else {
-            rows = data.bins.map { b in
-                TableRow(cells: ["\(b.total) boardings", String(format: "%.2f", b.lon), String(format: "%.2f", b.lat),
-                                 b.counts.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")])
-            }
-        }
-        return Chart(id: "map", heading: data.bins.isEmpty ? "Map of boardings" : "Map of boardings (\(data.mapCount), grouped on a grid)",
-                     svg: svg, columns: ["Boarding", "Longitude", "Latitude", "Safety level"], rows: rows, empty: data.view == nil)
-    }
 
     static func rate(_ compliant: Int, _ total: Int) -> String {
         total == 0 ? "—" : String(format: "%.1f%%", 100 * Double(compliant) / Double(total))

@@ -50,16 +50,7 @@ struct DashboardData {
     var safety: [ChartValue] = []
     var officers: [Officer] = []
     var recent: [Recent] = []
-    var mapCount = 0
-    var view: MapView?
-    var points: [MapPoint] = []
-    var bins: [MapBin] = []
-    var areas: [MapArea] = []
-
-    /// At most this many boardings are drawn one by one; more are binned into a grid.
-    static let pointLimit = 500
-    /// Grid cell of the binned map, in pixels.
-    static let binPixels = 18.0
+    var map = MapLayer()
 
     static func read(_ tx: Transaction, _ scope: DashboardScope, agencyCharts: Bool) throws -> DashboardData {
         let f = scope.boardings
@@ -89,18 +80,8 @@ struct DashboardData {
                   select '' as who, app.patrol_hours(\(scope.agency), \(scope.officerEmail), \(start)::timestamptz, \(end)::timestamptz) as hours,
                          app.patrol_days(\(scope.agency), \(scope.officerEmail), \(start)::timestamptz, \(end)::timestamptz) as days
                   """,
-            """
-            select r.id, r.lon, r.lat, r.safety_level from sync.reports r where \(scope.located)
-             order by r.boarded_at desc, r.id limit \(pointLimit + 1)
-            """,
-            """
-            select m.doc ->> 'name' as name,
-                   (select string_agg((c ->> 0) || ' ' || (c ->> 1), ',' order by o)
-                      from jsonb_array_elements(case when jsonb_typeof(m.doc -> 'coordinates') = 'array'
-                                                     then m.doc -> 'coordinates' else '[]' end) with ordinality e(c, o)
-                     where jsonb_typeof(c -> 0) = 'number' and jsonb_typeof(c -> 1) = 'number') as ring
-              from sync.mpas m where m.partition = \(scope.partition) and not m.deleted order by m.id
-            """,
+            MapLayer.pointsQuery(scope.located),
+            MapLayer.areasQuery(partition: "m.partition = \(scope.partition)"),
         ]
         if agencyCharts {
             statements += [
@@ -142,15 +123,8 @@ struct DashboardData {
         data.totals = Totals(boardings: all?.int("n") ?? 0, compliant: all?.int("compliant") ?? 0,
                              warnings: all?.int("warnings") ?? 0, citations: all?.int("citations") ?? 0,
                              hours: patrol.reduce(0) { $0 + $1.double("hours") }, days: patrol.first?.int("days") ?? 0)
-        data.areas = results[3].rows.compactMap { row in
-            let ring = (row["ring"] ?? "").split(separator: ",").compactMap { pair -> (lon: Double, lat: Double)? in
-                let xy = pair.split(separator: " ")
-                guard xy.count == 2, let lon = Double(xy[0]), let lat = Double(xy[1]) else { return nil }
-                return (lon, lat)
-            }
-            return ring.count >= 3 ? MapArea(name: row["name"] ?? "Protected area", ring: ring) : nil
-        }
-        try data.readMap(all, results[2], tx, scope)
+        data.map = try MapLayer.fit(bounds: all, points: results[2].rows, areas: MapLayer.areas(results[3].rows),
+                                    located: scope.located, tx)
         if agencyCharts {
             let weeks = Dictionary(uniqueKeysWithValues: (groups[3] ?? []).map { ($0["week"] ?? "", $0.double("n")) })
             data.weeks = results[4].rows.map { row in ChartValue(row["label"] ?? "", weeks[row["label"] ?? ""] ?? 0) }
@@ -192,41 +166,4 @@ struct DashboardData {
         }
         return data
     }
-
-    /// Fits the map to the boardings and protected areas; draws points, or bins them.
-    private mutating func readMap(_ bounds: Row?, _ pointRows: QueryResult, _ tx: Transaction, _ scope: DashboardScope) throws {
-        mapCount = bounds?.int("located") ?? 0
-        var lons = areas.flatMap { $0.ring.map(\.lon) }, lats = areas.flatMap { $0.ring.map(\.lat) }
-        if let bounds, mapCount > 0 {
-            lons += [bounds.double("w"), bounds.double("e")]
-            lats += [bounds.double("s"), bounds.double("north")]
-        }
-        guard let lonMin = lons.min(), let lonMax = lons.max(), let latMin = lats.min(), let latMax = lats.max() else { return }
-        let view = MapView(lonMin: lonMin, lonMax: lonMax, latMin: latMin, latMax: latMax)
-        self.view = view
-        if mapCount <= Self.pointLimit {
-            points = pointRows.rows.map {
-                MapPoint(id: $0["id"] ?? "", lon: $0.double("lon"), lat: $0.double("lat"), level: $0["safety_level"])
-            }
-            return
-        }
-        let cellLon = Self.binPixels / view.kx, cellLat = Self.binPixels / view.ky
-        let rows = try tx.query("""
-            select floor((r.lon - \(view.west)) / \(cellLon))::int as gx, floor((\(view.north) - r.lat) / \(cellLat))::int as gy,
-                   coalesce(r.safety_level, 'Not recorded') as level, count(*) as n
-              from sync.reports r where \(scope.located) group by 1, 2, 3
-            """).rows
-        var cells: [String: (gx: Int, gy: Int, counts: [String: Int])] = [:]
-        for row in rows {
-            let gx = row.int("gx") ?? 0, gy = row.int("gy") ?? 0
-            cells["\(gx),\(gy)", default: (gx, gy, [:])].counts[row["level"] ?? "", default: 0] += row.int("n") ?? 0
-        }
-        bins = cells.values.sorted { ($0.gy, $0.gx) < ($1.gy, $1.gx) }.map {
-            MapBin(lon: view.west + (Double($0.gx) + 0.5) * cellLon, lat: view.north - (Double($0.gy) + 0.5) * cellLat, counts: $0.counts)
-        }
-    }
-}
-
-extension Row {
-    func double(_ name: String) -> Double { self[name].flatMap { Double($0) } ?? 0 }
 }

@@ -65,6 +65,7 @@ enum BoardingListPage {
         let pageSizes: [PageSizeLink]
         let csvHref: String
         let geojsonHref: String
+        let mapHref: String
         let activeFilters: [ActiveFilter]
         let hasActiveFilters: Bool
         let clearHref: String
@@ -159,21 +160,7 @@ enum BoardingListPage {
         let previousHref = hasPrevious ? position(rows.first).map { filter.url(changing: ["before": $0]) } : nil
         let exportQuery = BoardingFilter.queryString(filter.parameters())
 
-        var active: [ActiveFilter] = []
-        func add(_ name: String, _ value: String, _ label: String) {
-            if !value.isEmpty { active.append(ActiveFilter(label: label, removeHref: filter.url(changing: [name: ""]))) }
-        }
-        add("q", filter.text, "Search: “\(filter.text)”")
-        add("from", filter.from, "From \(filter.from)")
-        add("to", filter.to, "To \(filter.to)")
-        add("agency", filter.agency, "Agency: \(filter.agency)")
-        add("officer", filter.officer, "Officer: \(filter.officer)")
-        add("safety", filter.safety, "Safety: \(filter.safety)")
-        add("violations", filter.violations, filter.violations == "yes" ? "With violations" : "Without violations")
-        add("disposition", filter.disposition, filter.disposition == "none" ? "No warning or citation" : "Disposition: \(filter.disposition)")
-        add("nationality", filter.nationality, "Nationality: \(filter.nationality)")
-        add("species", filter.species, "Species: \(filter.species)")
-        add("draft", filter.draft, filter.draft == "yes" ? "Drafts only" : "No drafts")
+        let active = activeFilters(filter, path: "/boardings")
 
         func options(_ values: [String], selected: String, any: String) -> [Option] {
             var list = [Option(value: "", label: any, selected: selected.isEmpty)]
@@ -217,9 +204,30 @@ enum BoardingListPage {
                 PageSizeLink(size: size, href: filter.url(changing: ["size": size == 25 ? "" : String(size)]), current: size == filter.size)
             },
             csvHref: "/boardings.csv" + exportQuery, geojsonHref: "/boardings.geojson" + exportQuery,
+            mapHref: "/boardings/map" + exportQuery,
             activeFilters: active, hasActiveFilters: !active.isEmpty, clearHref: "/boardings",
             problems: filter.problems, canCreate: BoardingAccess.canWrite(caller.info),
             emptyWithoutFilters: listRows.isEmpty && !filter.hasFilters && filter.after == nil && filter.before == nil)
+    }
+
+    /// The filters in use, each with a link to the same page without it.
+    static func activeFilters(_ filter: BoardingFilter, path: String) -> [ActiveFilter] {
+        var active: [ActiveFilter] = []
+        func add(_ name: String, _ value: String, _ label: String) {
+            if !value.isEmpty { active.append(ActiveFilter(label: label, removeHref: filter.url(path, changing: [name: ""]))) }
+        }
+        add("q", filter.text, "Search: “\(filter.text)”")
+        add("from", filter.from, "From \(filter.from)")
+        add("to", filter.to, "To \(filter.to)")
+        add("agency", filter.agency, "Agency: \(filter.agency)")
+        add("officer", filter.officer, "Officer: \(filter.officer)")
+        add("safety", filter.safety, "Safety: \(filter.safety)")
+        add("violations", filter.violations, filter.violations == "yes" ? "With violations" : "Without violations")
+        add("disposition", filter.disposition, filter.disposition == "none" ? "No warning or citation" : "Disposition: \(filter.disposition)")
+        add("nationality", filter.nationality, "Nationality: \(filter.nationality)")
+        add("species", filter.species, "Species: \(filter.species)")
+        add("draft", filter.draft, filter.draft == "yes" ? "Drafts only" : "No drafts")
+        return active
     }
 
     /// The caller's agency; for a global admin the agency the list is narrowed to, if any (a
