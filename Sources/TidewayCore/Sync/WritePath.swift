@@ -109,7 +109,8 @@ public enum WritePath {
                 case .success(let prepared):
                     // Intents rewrite the user's own document first: its version is the server's then.
                     let expected = change.op == .insert || !prepared.intents.isEmpty ? nil : stored?.version
-                    plan.write(change, document: prepared.document, intents: prepared.intents, expectedVersion: expected)
+                    plan.write(change, document: prepared.document, intents: prepared.intents, expectedVersion: expected,
+                               isNew: stored == nil)
                     current[key] = StoredDocument(
                         partition: change.partition.description, doc: prepared.document, version: (stored?.version ?? 0) + 1)
                 case .failure(let rejection):
@@ -118,17 +119,20 @@ public enum WritePath {
             }
         }
         if let clientID {
-            plan.statements.append("""
+            plan.append("""
                 insert into app.devices (user_id, client_id, app_version, last_push) values (app.uid(), \(clientID), \(device), now())
                 on conflict (user_id, client_id) do update set last_push = now(),
                     app_version = coalesce(nullif(excluded.app_version, ''), app.devices.app_version)
                 """)
         }
-        let written = plan.statements.isEmpty ? [] : try tx.queries(plan.statements)
+        let statements = plan.finished()
+        let written = statements.isEmpty ? [] : try tx.queries(statements)
         return try plan.results.map { slot in
             switch slot {
             case .ready(let result): return result
-            case .fromStatement(let index): return try JSON(parsing: written[index].first?[0] ?? "{}")
+            case .fromStatement(let index, let row):
+                let rows = written[index].rows
+                return try JSON(parsing: row < rows.count ? rows[row][0] ?? "{}" : "{}")
             }
         }
     }
@@ -184,48 +188,5 @@ public enum WritePath {
         let partition: String
         let doc: JSON?
         let version: Int64
-    }
-
-    /// The statements of the write round trip and where each change's result comes from.
-    struct Plan {
-        enum Slot {
-            case ready(JSON)
-            case fromStatement(Int)
-        }
-
-        let clientID: String?
-        var statements: [SQL] = []
-        var results: [Slot] = []
-        var deviceSet = false
-
-        mutating func answer(_ result: JSON) { results.append(.ready(result)) }
-
-        mutating func reject(_ rejection: ChangeRejection, changeID: String, log: Bool = true) {
-            let result = rejection.result(changeID: changeID)
-            results.append(.ready(result))
-            // Logged so that a retry gets this same first outcome.
-            if log, let clientID {
-                statements.append("select app.log_rejection(\(clientID), \(changeID), \(result.serialized())::jsonb)")
-            }
-        }
-
-        mutating func write(_ change: Change, document: JSON?, intents: [JSON], expectedVersion: Int64?) {
-            if !deviceSet {
-                // For the report history (0020): the push's clientId; without one the back
-                // office ("web"), unless the server's own job already named itself.
-                statements.append("""
-                    select set_config('tideway.device', coalesce(\(clientID), \
-                    nullif(current_setting('tideway.device', true), ''), 'web'), true)
-                    """)
-                deviceSet = true
-            }
-            results.append(.fromStatement(statements.count))
-            let intentText = intents.isEmpty ? nil : JSON.array(intents).serialized()
-            statements.append("""
-                select app.apply_change(\(change.collection.rawValue), \(change.partition.description), \(change.id), \
-                \(change.op.rawValue), \(document?.serialized())::jsonb, \(clientID), \(change.changeID), \(expectedVersion), \
-                \(intentText)::jsonb)::text
-                """)
-        }
     }
 }

@@ -1,0 +1,90 @@
+"""New documents of a push are written by one statement per collection
+(app.insert_documents, Migrations/0016) and must answer exactly as one app.apply_change
+per change would: versions, rejections of ids taken elsewhere, later changes of the same
+documents in the same batch, history, retries, and — when a rule refuses the statement —
+every change one by one with its own result."""
+import json
+import uuid
+
+import psycopg2
+import pytest
+
+from conftest import admin_db, new_user, worker_db
+from synclib import Client, change, doc_for, new_agency
+
+
+def statuses(results):
+    return [r["status"] if r["status"] != "rejected" else r["error"]["code"] for r in results]
+
+
+def rows(ids):
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("select id, partition, doc, deleted, version from sync.reports where id = any(%s) order by id", (ids,))
+        return {r[0]: r[1:] for r in cur.fetchall()}
+
+
+def history(ids):
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("select report_id, version, op, device from app.report_history where report_id = any(%s) order by report_id, id",
+                    (ids,))
+        return cur.fetchall()
+
+
+def test_a_batch_of_new_documents_answers_like_one_change_at_a_time():
+    key = new_agency()
+    p, other = "agency=" + key, "agency=" + new_agency()
+    me = Client(new_user("officer", key))
+    taken = f"taken-{uuid.uuid4().hex[:8]}"
+    Client(new_user("officer", other[7:])).push([change("insert", "reports", other, taken, doc_for("reports", taken))])
+    new = [f"batch-{uuid.uuid4().hex[:8]}" for _ in range(6)]
+    batch = [change("insert", "reports", p, d, {**doc_for("reports", d), "location": [9 + i / 10, -1.0]}) for i, d in enumerate(new[:4])]
+    batch += [
+        change("insert", "reports", p, taken, doc_for("reports", taken)),         # id of another agency's report
+        change("update", "reports", p, new[1], {"draft": False}),                 # a new one, changed again
+        change("delete", "reports", p, new[2]),                                   # a new one, deleted again
+        change("insert", "reports", p, new[4], {"_id": new[4]}),                  # invalid: refused before the database
+        change("insert", "dutyChanges", p, new[5], doc_for("dutyChanges", new[5])),  # another collection, alone
+        change("insert", "reports", p, new[0], doc_for("reports", new[0])),       # a new one, inserted again
+    ]
+    client_id = uuid.uuid4().hex
+    first = me.push(batch, client_id)
+    assert statuses(first) == ["applied"] * 4 + ["invalid", "applied", "applied", "invalid", "applied", "applied"]
+    assert [r.get("version") for r in first] == ["1", "1", "1", "1", None, "2", "2", None, "1", "2"]
+    stored = rows(new + [taken])
+    assert stored[taken][0] == other  # untouched
+    assert "location" not in stored[new[0]][1] and stored[new[0]][3] == 2  # replaced by the second insert
+    assert stored[new[1]][1]["draft"] is False and stored[new[1]][1]["location"] == [9.1, -1.0]
+    assert stored[new[2]][2] is True and stored[new[3]][1]["location"] == [9.3, -1.0]
+    assert new[4] not in stored
+    assert [(h[1], h[2]) for h in history([new[1]])] == [(1, "insert"), (2, "update")]
+    assert {h[3] for h in history(new[:4])} == {client_id}
+
+    again = me.push(batch, client_id)
+    assert statuses(again) == ["duplicate"] * 4 + ["invalid", "duplicate", "duplicate", "invalid", "duplicate", "duplicate"]
+    assert [r.get("version") for r in again] == [r.get("version") for r in first]
+    assert rows(new + [taken]) == stored
+
+
+def test_a_refused_statement_falls_back_to_one_change_at_a_time():
+    """Called directly with the claims of an officer: one document of the batch is for a
+    partition the officer may not write, so row-level security refuses the statement; each
+    change then gets its own result and the others are written."""
+    key = new_agency()
+    email = new_user("officer", key)
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("select id from app.users where email = %s", (email,))
+        uid = str(cur.fetchone()[0])
+    ids = [f"fall-{uuid.uuid4().hex[:8]}" for _ in range(3)]
+    parts = ["agency=" + key, "agency=Gabon", "agency=" + key]
+    with worker_db() as conn, conn.cursor() as cur:
+        cur.execute("select set_config('tideway.role', 'officer', true), set_config('tideway.agency', %s, true),"
+                    " set_config('tideway.user_id', %s, true)", (key, uid))
+        cur.execute("select result from app.insert_documents('reports', 'c1', %s, %s, %s, %s::jsonb[]) order by ord",
+                    (["c-" + i for i in ids], ids, parts, [json.dumps(doc_for("reports", i)) for i in ids]))
+        results = [r[0] for r in cur.fetchall()]
+        conn.commit()
+    assert statuses(results) == ["applied", "forbidden", "applied"]
+    assert set(rows(ids)) == {ids[0], ids[2]}
+    with pytest.raises(psycopg2.Error):
+        with worker_db() as conn, conn.cursor() as cur:
+            cur.execute("select * from app.insert_documents('users', null, '{a}', '{a}', '{user=x}', '{}'::jsonb[])")
