@@ -138,6 +138,7 @@ enum UserPages {
         let appVersion: String
         let firstSeen: String
         let lastPull: String
+        let cursorAge: String
         let lastPush: String
     }
 
@@ -188,10 +189,12 @@ enum UserPages {
                   from app.users where id = \(id)::uuid
                 """,
                 """
-                select client_id, app_version, to_char(first_seen at time zone 'UTC', 'YYYY-MM-DD HH24:MI') as first_seen,
-                       coalesce(to_char(last_pull at time zone 'UTC', 'YYYY-MM-DD HH24:MI'), '—') as last_pull,
-                       coalesce(to_char(last_push at time zone 'UTC', 'YYYY-MM-DD HH24:MI'), '—') as last_push
-                  from app.devices where user_id = \(id)::uuid order by greatest(last_pull, last_push, first_seen) desc nulls last limit 50
+                select d.client_id, d.app_version, to_char(d.first_seen at time zone 'UTC', 'YYYY-MM-DD HH24:MI') as first_seen,
+                       coalesce(to_char(d.last_pull at time zone 'UTC', 'YYYY-MM-DD HH24:MI'), '—') as last_pull,
+                       coalesce(to_char(d.last_push at time zone 'UTC', 'YYYY-MM-DD HH24:MI'), '—') as last_push,
+                       \(CursorAge.columns)
+                  from app.devices d where d.user_id = \(id)::uuid
+                 order by greatest(d.last_pull, d.last_push, d.first_seen) desc nulls last limit 50
                 """,
                 """
                 select to_char(at at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS') as at, actor_email, action
@@ -211,7 +214,7 @@ enum UserPages {
                 canPickAgency: caller.info.isGlobalAdmin,
                 devices: results[1].rows.map {
                     DeviceRow(clientID: $0["client_id"] ?? "", appVersion: $0["app_version"] ?? "", firstSeen: $0["first_seen"] ?? "",
-                              lastPull: $0["last_pull"] ?? "", lastPush: $0["last_push"] ?? "")
+                              lastPull: $0["last_pull"] ?? "", cursorAge: CursorAge.text($0), lastPush: $0["last_push"] ?? "")
                 },
                 activity: results[2].rows.map { ActivityRow(at: $0["at"] ?? "", actor: $0["actor_email"] ?? "", action: $0["action"] ?? "") },
                 showActivity: caller.info.isGlobalAdmin,

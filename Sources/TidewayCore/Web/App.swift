@@ -13,6 +13,8 @@ public final class App: Sendable {
     /// Commit notifications, for long polls.
     public let changes: ChangeHub
     public let presence = Presence()
+    /// Where devices' cursors stand, written on pulls that name their device.
+    let devicePulls = DevicePulls()
     /// nil when no SMTP relay is configured.
     public let mailer: Mailer?
     private let router: Router
