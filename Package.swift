@@ -19,12 +19,13 @@ let package = Package(
         .systemLibrary(name: "CFastCGI", pkgConfig: nil, providers: [.apt(["libfcgi-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .target(name: "FastCGI", dependencies: ["CFastCGI"], swiftSettings: strict),
         .target(name: "Database", dependencies: ["CLibPQ"], swiftSettings: strict),
         .target(
             name: "TidewayCore",
             dependencies: [
-                "FastCGI", "Database", "CSodium",
+                "FastCGI", "Database", "CSodium", "CCurl",
                 .product(name: "Mustache", package: "swift-mustache"),
             ],
             swiftSettings: strict),

@@ -12,7 +12,10 @@
 #
 # Settings (environment): STATE (<repo>/.state/dev), HTTPS_PORT (8443),
 # HTTP_PORT (8080), WORKERS (2), THREADS (32), TIDEWAY_BIN_DIR
-# (<repo>/.build/release).
+# (<repo>/.build/release), SMTP_SINK_PORT (unset: no mail; set: a mail sink,
+# Deploy/dev/smtp_sink.py, listens there and keeps every message in
+# $STATE/mail, and the workers mail through it; test.sh sets it). TIDEWAY_SMTP_*
+# in the environment reach the workers too, for a real relay.
 #
 # Run as root, PostgreSQL runs as the `postgres` user (initdb refuses root),
 # while workers and nginx workers run as root: nginx must reach the worker
@@ -45,6 +48,12 @@ else
 fi
 admin_db="host=$run dbname=tideway user=$pg_user"
 worker_db="host=$run dbname=tideway user=tideway_worker"
+SMTP_SINK_PORT=${SMTP_SINK_PORT:-}
+if [[ -n $SMTP_SINK_PORT ]]; then
+    # Inherited by the workers started below.
+    export TIDEWAY_SMTP_HOST=127.0.0.1 TIDEWAY_SMTP_PORT=$SMTP_SINK_PORT TIDEWAY_SMTP_TLS=none \
+        TIDEWAY_SMTP_FROM="Tideway test <noreply@test.tideway>"
+fi
 
 say() { printf '%s\n' "$*"; }
 die() { printf 'stack.sh: %s\n' "$*" >&2; exit 1; }
@@ -162,6 +171,17 @@ workers_up() {
     done
 }
 
+# The test mail sink, supervised like a worker; only when SMTP_SINK_PORT is set.
+mail_sink_up() {
+    [[ -n $SMTP_SINK_PORT ]] || return 0
+    if running "$run/supervise-mail.pid" "$run/mail.pid"; then return; fi
+    say "starting the mail sink on 127.0.0.1:$SMTP_SINK_PORT ($STATE/mail)"
+    setsid "$repo/Deploy/dev/supervise.sh" "$run/mail.pid" "$logs/mail.log" \
+        /usr/bin/python3 "$repo/Deploy/dev/smtp_sink.py" "$SMTP_SINK_PORT" "$STATE/mail" \
+        </dev/null >>"$logs/mail.log" 2>&1 &
+    echo $! >"$run/supervise-mail.pid"
+}
+
 # The change-event publisher (tideway events), supervised like a worker. It needs nginx's
 # publisher socket, so it starts after nginx; until then it retries on its own.
 events_up() {
@@ -265,6 +285,7 @@ cmd_up() {
     pg_up
     migrate_and_seed
     make_tls
+    mail_sink_up
     workers_up
     jobs_up
     nginx_up
@@ -337,6 +358,7 @@ cmd_status() {
         local child=$run/worker-$i.pid
         [[ $i != events ]] || child=$run/events.pid
         [[ $i != jobs ]] || child=$run/jobs.pid
+        [[ $i != mail ]] || child=$run/mail.pid
         if running "$f" "$child"; then
             say "worker $i: supervisor $(<"$f"), pid $(cat "$child" 2>/dev/null || echo none)"
         else

@@ -9,6 +9,9 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
 # Ports can be moved (TEST_HTTPS_PORT, TEST_HTTP_PORT) so that several checkouts test at once.
 export STATE=$repo/.state/test HTTPS_PORT=${TEST_HTTPS_PORT:-8543} HTTP_PORT=${TEST_HTTP_PORT:-8180}
+# The workers mail through a sink that keeps the messages in $STATE/mail (stack.sh); its
+# port follows the HTTP port unless TEST_SMTP_PORT says otherwise.
+export SMTP_SINK_PORT=${TEST_SMTP_PORT:-$((HTTP_PORT + 25))}
 stack=$repo/Deploy/dev/stack.sh
 
 # A previous run may have died without cleaning up.

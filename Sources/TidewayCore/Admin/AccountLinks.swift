@@ -28,25 +28,23 @@ enum AccountLinks {
         Admin.siteURL(context) + "/invite/" + token
     }
 
-    /// Mail is not sent by this server yet: the admin hands the link over.
-    static var mailConfigured: Bool {
-        !(ProcessInfo.processInfo.environment["TIDEWAY_SMTP_HOST"] ?? "").isEmpty
-    }
-
     struct LinkView {
         let chrome: Pages.Chrome
         let link: String
         let userID: String
         let email: String
         let isInvite: Bool
-        let mailConfigured: Bool
+        let mail: String
+        let mailFailed: Bool
     }
 
+    /// The link, and what became of its mail. Rendered after the transaction committed and
+    /// the mail went (or failed): the admin sees the link either way.
     static func linkPage(_ context: RequestContext, caller: PageCaller, link: String, userID: String, email: String,
-                         purpose: Purpose) -> HTTPResponse {
+                         purpose: Purpose, mail: AccountMail.Outcome) -> HTTPResponse {
         Pages.html(context, "admin/link", LinkView(
             chrome: Pages.Chrome(title: purpose == .invite ? "Invitation" : "Password reset", caller: caller),
-            link: link, userID: userID, email: email, isInvite: purpose == .invite, mailConfigured: mailConfigured))
+            link: link, userID: userID, email: email, isInvite: purpose == .invite, mail: mail.text, mailFailed: mail.failed))
     }
 
     struct FormView {

@@ -82,32 +82,62 @@ enum AccountPages {
         let chrome: Pages.Chrome
         let csrf: String
         let sent: Bool
+        let mailConfigured: Bool
+        let error: String?
     }
 
     static func showForgot(_ context: RequestContext) throws -> HTTPResponse {
         forgotPage(context, sent: false)
     }
 
-    static func forgotPage(_ context: RequestContext, sent: Bool) -> HTTPResponse {
+    static func forgotPage(_ context: RequestContext, sent: Bool, error: String? = nil, status: Int = 200,
+                           headers: [(String, String)] = []) -> HTTPResponse {
         let preSession = Crypto.newToken()
         return Pages.html(context, "admin/forgot", ForgotView(
             chrome: Pages.Chrome(title: "Forgotten password", caller: nil),
-            csrf: WebSession.loginCSRFToken(preSession: preSession, key: context.app.secrets.csrfKey), sent: sent),
-            headers: [Cookies.set(WebSession.preSessionCookie, preSession, maxAge: 3600)])
+            csrf: WebSession.loginCSRFToken(preSession: preSession, key: context.app.secrets.csrfKey), sent: sent,
+            mailConfigured: context.app.mailer != nil, error: error),
+            status: status, headers: headers + [Cookies.set(WebSession.preSessionCookie, preSession, maxAge: 3600)])
     }
 
-    /// The same answer for every address. The link can only reach its owner by mail; this
-    /// server does not send mail yet, so it is written to the worker's log for the operator.
+    /// The same answer for every address, and as fast: the mail leaves from a background
+    /// queue after the commit. Every request counts against its email and its client
+    /// address, known or not, so the limit reveals nothing either. Without a relay the
+    /// link goes to the worker's log for the operator to hand over.
     static func submitForgot(_ context: RequestContext) throws -> HTTPResponse {
         let form = try AccountLinks.preSessionForm(context)
         let email = String((form["email"] ?? "").trimmingCharacters(in: .whitespaces).prefix(254))
-        if !email.isEmpty {
-            let token = Crypto.newToken()
-            let userID = try context.anonymous { tx in
-                try tx.query("select app.issue_reset_by_email(\(email), \(Tokens.hash(token)), \(AccountLinks.lifetimeSeconds)) as id").first?["id"]
-            }
-            if userID != nil {
-                Log.info("password reset requested for user \(userID ?? ""); mail is not configured, link: \(AccountLinks.url(context, token: token))",
+        guard !email.isEmpty else { return forgotPage(context, sent: true) }
+        let limits = context.app.config.limits
+        let keys = ["forgot-email:" + email.lowercased(), "forgot-address:" + context.request.remoteAddress]
+        let token = Crypto.newToken()
+        let outcome = try context.anonymous { tx -> (retry: Int, found: Row?) in
+            let retry = try tx.query("""
+                select app.login_retry_after(\(keys[0]), \(keys[1]), \(limits.forgotPerEmail), \(limits.forgotPerAddress), \(limits.forgotWindowSeconds)) as retry
+                """).first?.int("retry") ?? 0
+            if retry > 0 { return (retry, nil) }
+            let results = try tx.queries([
+                "select app.note_login_failure(\(keys)::text[])",
+                "select user_id, email, name from app.issue_reset_for_mail(\(email), \(Tokens.hash(token)), \(AccountLinks.lifetimeSeconds))",
+            ])
+            return (0, results[1].first)
+        }
+        if outcome.retry > 0 {
+            let minutes = (outcome.retry + 59) / 60
+            return forgotPage(context, sent: false, error: "Too many requests for a link; try again in \(minutes) minute\(minutes == 1 ? "" : "s").",
+                              status: 429, headers: [("Retry-After", String(outcome.retry))])
+        }
+        if let found = outcome.found, let userID = found["user_id"] {
+            let link = AccountLinks.url(context, token: token)
+            if let mailer = context.app.mailer {
+                if let message = AccountMail.message(.resetByRequest, link: link, email: found["email"] ?? "", name: found["name"] ?? "",
+                                                     settings: mailer.settings, site: Admin.siteURL(context)) {
+                    mailer.sendLater(message, what: "reset link for user \(userID)", requestID: context.requestID)
+                } else {
+                    Log.warning("reset link for user \(userID) not mailed: the address cannot be used in a mail", requestID: context.requestID)
+                }
+            } else {
+                Log.info("MAIL NOT CONFIGURED: password reset requested for user \(userID); hand this link to them: \(link)",
                          requestID: context.requestID)
             }
         }

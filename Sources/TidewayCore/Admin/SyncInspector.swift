@@ -1,8 +1,8 @@
 import Database
 import FastCGI
 
-/// `/sync`: the devices that sync (per device: user, first seen, last pull and push,
-/// rejections of the last 7 days), recent rejected changes with their reasons, and "why
+/// `/sync`: the devices that sync (per device: user, first seen, last pull and push, cursor
+/// age, rejections of the last 7 days), recent rejected changes with their reasons, and "why
 /// can't this user see document X". Agency admins see their own agency's users only
 /// (row-level security); the explanation comes from app.explain_access.
 enum SyncInspector {
@@ -18,6 +18,7 @@ enum SyncInspector {
         let firstSeen: String
         let lastPull: String
         let pullAge: String
+        let cursorAge: String
         let lastPush: String
         let rejections: String
     }
@@ -61,6 +62,7 @@ enum SyncInspector {
                        coalesce(to_char(d.last_pull at time zone 'UTC', 'YYYY-MM-DD HH24:MI'), '—') as last_pull,
                        coalesce(justify_interval(date_trunc('minute', now() - d.last_pull))::text, '—') as pull_age,
                        coalesce(to_char(d.last_push at time zone 'UTC', 'YYYY-MM-DD HH24:MI'), '—') as last_push,
+                       \(CursorAge.columns),
                        (select count(*) from app.push_log l where l.user_id = d.user_id and l.client_id = d.client_id
                            and l.result->>'status' = 'rejected' and l.at > now() - interval '7 days') as rejections
                   from app.devices d join app.users u on u.id = d.user_id
@@ -94,7 +96,7 @@ enum SyncInspector {
                 devices: results[0].rows.map {
                     DeviceRow(userID: $0["user_id"] ?? "", email: $0["email"] ?? "", clientID: $0["client_id"] ?? "",
                               appVersion: $0["app_version"] ?? "", firstSeen: $0["first_seen"] ?? "", lastPull: $0["last_pull"] ?? "",
-                              pullAge: $0["pull_age"] ?? "", lastPush: $0["last_push"] ?? "", rejections: $0["rejections"] ?? "0")
+                              pullAge: $0["pull_age"] ?? "", cursorAge: CursorAge.text($0), lastPush: $0["last_push"] ?? "", rejections: $0["rejections"] ?? "0")
                 },
                 rejections: results[1].rows.map {
                     RejectionRow(at: $0["at"] ?? "", email: $0["email"] ?? "", clientID: $0["client_id"] ?? "",

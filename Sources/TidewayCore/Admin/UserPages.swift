@@ -106,14 +106,16 @@ enum UserPages {
     static func invite(_ context: RequestContext) throws -> HTTPResponse {
         let form = try WebSession.postedForm(context, limit: 16 * 1024)
         let email = (form["email"] ?? "").trimmingCharacters(in: .whitespaces)
-        guard email.count <= 254, email.split(separator: "@").count == 2, !email.contains(" ") else {
+        // No white space or control characters (CR, LF): an address goes into mail headers.
+        guard email.count <= 254, email.split(separator: "@").count == 2,
+              !email.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.properties.generalCategory == .control }) else {
             throw AppError.invalid("enter a valid email address")
         }
         guard let role = Role(rawValue: form["role"] ?? "") else { throw AppError.invalid("choose a role") }
         let agency = (form["agency"] ?? "").isEmpty ? nil : form["agency"]
         let first = String((form["firstName"] ?? "").prefix(100))
         let last = String((form["lastName"] ?? "").prefix(100))
-        return try WebSession.asUser(context) { tx, caller in
+        let (caller, id, link) = try WebSession.asUser(context) { tx, caller in
             try Admin.requireAdmin(caller)
             // The policies refuse these too; saying it here gives a clearer answer.
             if !caller.info.isGlobalAdmin && (role == .globalAdmin || agency != caller.info.agency) {
@@ -124,8 +126,11 @@ enum UserPages {
             let link = try AccountLinks.issue(tx, context, for: id, purpose: .invite)
             try Admin.audit(tx, context, caller, action: "user.invite", target: "user:\(id)",
                             detail: ["email": .string(email), "role": .string(role.rawValue), "agency": agency.map(JSON.string) ?? .null])
-            return AccountLinks.linkPage(context, caller: caller, link: link, userID: id, email: email, purpose: .invite)
+            return (caller, id, link)
         }
+        // After the commit: a mail never announces a user that a rollback took back.
+        let mail = AccountMail.sendNow(context, .invite, userID: id, link: link, email: email, name: "\(first) \(last)")
+        return AccountLinks.linkPage(context, caller: caller, link: link, userID: id, email: email, purpose: .invite, mail: mail)
     }
 
     struct DeviceRow {
@@ -133,6 +138,7 @@ enum UserPages {
         let appVersion: String
         let firstSeen: String
         let lastPull: String
+        let cursorAge: String
         let lastPush: String
     }
 
@@ -183,10 +189,12 @@ enum UserPages {
                   from app.users where id = \(id)::uuid
                 """,
                 """
-                select client_id, app_version, to_char(first_seen at time zone 'UTC', 'YYYY-MM-DD HH24:MI') as first_seen,
-                       coalesce(to_char(last_pull at time zone 'UTC', 'YYYY-MM-DD HH24:MI'), '—') as last_pull,
-                       coalesce(to_char(last_push at time zone 'UTC', 'YYYY-MM-DD HH24:MI'), '—') as last_push
-                  from app.devices where user_id = \(id)::uuid order by greatest(last_pull, last_push, first_seen) desc nulls last limit 50
+                select d.client_id, d.app_version, to_char(d.first_seen at time zone 'UTC', 'YYYY-MM-DD HH24:MI') as first_seen,
+                       coalesce(to_char(d.last_pull at time zone 'UTC', 'YYYY-MM-DD HH24:MI'), '—') as last_pull,
+                       coalesce(to_char(d.last_push at time zone 'UTC', 'YYYY-MM-DD HH24:MI'), '—') as last_push,
+                       \(CursorAge.columns)
+                  from app.devices d where d.user_id = \(id)::uuid
+                 order by greatest(d.last_pull, d.last_push, d.first_seen) desc nulls last limit 50
                 """,
                 """
                 select to_char(at at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS') as at, actor_email, action
@@ -206,7 +214,7 @@ enum UserPages {
                 canPickAgency: caller.info.isGlobalAdmin,
                 devices: results[1].rows.map {
                     DeviceRow(clientID: $0["client_id"] ?? "", appVersion: $0["app_version"] ?? "", firstSeen: $0["first_seen"] ?? "",
-                              lastPull: $0["last_pull"] ?? "", lastPush: $0["last_push"] ?? "")
+                              lastPull: $0["last_pull"] ?? "", cursorAge: CursorAge.text($0), lastPush: $0["last_push"] ?? "")
                 },
                 activity: results[2].rows.map { ActivityRow(at: $0["at"] ?? "", actor: $0["actor_email"] ?? "", action: $0["action"] ?? "") },
                 showActivity: caller.info.isGlobalAdmin,
@@ -271,14 +279,17 @@ enum UserPages {
     static func startReset(_ context: RequestContext) throws -> HTTPResponse {
         let id = try userID(context)
         _ = try WebSession.postedForm(context, limit: 4 * 1024)
-        return try WebSession.asUser(context) { tx, caller in
+        let (caller, row, link) = try WebSession.asUser(context) { tx, caller in
             try Admin.requireAdmin(caller)
-            guard let email = try tx.query("select email from app.users where id = \(id)::uuid").first?["email"] else {
+            guard let row = try tx.query("select email, display_name, first_name, last_name from app.users where id = \(id)::uuid").first else {
                 throw AppError.notFound("no such user")
             }
             let link = try AccountLinks.issue(tx, context, for: id, purpose: .reset)
             try Admin.audit(tx, context, caller, action: "user.reset_link", target: "user:\(id)")
-            return AccountLinks.linkPage(context, caller: caller, link: link, userID: id, email: email, purpose: .reset)
+            return (caller, row, link)
         }
+        let email = row["email"] ?? ""
+        let mail = AccountMail.sendNow(context, .resetByAdmin, userID: id, link: link, email: email, name: displayName(row))
+        return AccountLinks.linkPage(context, caller: caller, link: link, userID: id, email: email, purpose: .reset, mail: mail)
     }
 }

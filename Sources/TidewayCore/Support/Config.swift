@@ -16,6 +16,8 @@ public struct Config: Sendable {
     public var refreshTokenSeconds = 30 * 24 * 3600
     public var sessionSeconds = 12 * 3600
     public var limits = Limits()
+    /// The SMTP relay for account links (TIDEWAY_SMTP_*); nil: mail is not configured.
+    public var mail: MailSettings?
 
     public struct Limits: Sendable {
         public var bodyBytes = 16 * 1024 * 1024
@@ -28,6 +30,11 @@ public struct Config: Sendable {
         public var loginFailuresPerEmail = 5
         public var loginFailuresPerAddress = 30
         public var loginWindowSeconds = 600
+        /// Forgotten-password requests per email and per client address within
+        /// `forgotWindowSeconds` (each sends a mail) before 429.
+        public var forgotPerEmail = 5
+        public var forgotPerAddress = 20
+        public var forgotWindowSeconds = 3600
     }
 
     public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
@@ -40,5 +47,6 @@ public struct Config: Sendable {
         if let value = environment["TIDEWAY_MAX_BODY_BYTES"].flatMap(Int.init) { limits.bodyBytes = value }
         if let value = environment["TIDEWAY_LOGIN_FAILURES_PER_EMAIL"].flatMap(Int.init) { limits.loginFailuresPerEmail = value }
         if let value = environment["TIDEWAY_LOGIN_WINDOW_SECONDS"].flatMap(Int.init) { limits.loginWindowSeconds = value }
+        mail = MailSettings(environment: environment, publicURL: publicURL)
     }
 }

@@ -8,6 +8,9 @@ struct PullRequest {
     var partitions: [(name: String, start: Start)] = []
     var limit: Int
     var wait: Double
+    /// The device's install, as in a push; optional. Given, the pull records where the
+    /// device's cursors stand (for the inspector's cursor age).
+    var clientID: String?
 
     static let maxPartitions = 200
 
@@ -33,6 +36,11 @@ struct PullRequest {
                 throw AppError.badRequest("wait must be a number of seconds from 0 to 30")
             }
             wait = seconds
+        }
+        switch body["clientId"] {
+        case nil, .null?: clientID = nil
+        case .string(let text)? where !text.isEmpty && text.utf8.count <= 200: clientID = text
+        default: throw AppError.badRequest("clientId must be a string of 1–200 bytes")
         }
         for (name, cursorValue) in requested.sorted(by: { $0.key < $1.key }) {
             guard let partition = Partition(name) else {

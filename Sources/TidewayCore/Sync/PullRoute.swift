@@ -5,7 +5,7 @@ import Foundation
 /// `POST /api/v1/sync/pull`: every requested partition answered from one snapshot.
 enum PullRoute {
     static func pull(_ context: RequestContext) throws -> HTTPResponse {
-        let body = try context.jsonObject(allowing: ["partitions", "limit", "wait"])
+        let body = try context.jsonObject(allowing: ["partitions", "limit", "wait", "clientId"])
         let request = try PullRequest(body, key: context.app.secrets.cursorKey, maxLimit: context.app.config.limits.changesPerPull)
         let hub = context.app.changes
         let deadline = Date().addingTimeInterval(request.wait)
@@ -16,14 +16,21 @@ enum PullRoute {
             context.app.presence.touch(context)
             let answer = try unchanged(request, context: context) ?? run(request, context: context)
             if answer.changed || request.wait == 0 || Date() >= deadline {
-                return .jsonText(answer.text)
+                return respond(answer, request, context)
             }
             let names = Set(request.partitions.map(\.name))
             guard hub.wait(for: names, after: seen, until: deadline) else {
                 // No waiting room (every slot taken by other long polls): answer now.
-                return .jsonText(answer.text)
+                return respond(answer, request, context)
             }
         }
+    }
+
+    static func respond(_ answer: Answer, _ request: PullRequest, _ context: RequestContext) -> HTTPResponse {
+        if let clientID = request.clientID {
+            context.app.devicePulls.record(context, clientID: clientID, positions: answer.positions)
+        }
+        return .jsonText(answer.text)
     }
 
     /// When every cursor stands after its partition's last change, one statement can tell
@@ -43,21 +50,25 @@ enum PullRoute {
         }
         guard same else { return nil }
         let key = context.app.secrets.cursorKey
+        var positions: [String: Int64] = [:]
         var text = "{\"partitions\":{"
         for (index, entry) in request.partitions.enumerated() {
             guard case .from(_, let cursor) = entry.start else { return nil }
             if index > 0 { text += "," }
+            positions[entry.name] = cursor.seq
             text += JSON.string(entry.name).serialized() + #":{"status":"ok","cursor":"#
             text += JSON.string(cursor.encode(partition: entry.name, key: key)).serialized()
             text += #","more":false,"changes":[]}"#
         }
-        return Answer(text: text + "}}", changed: false)
+        return Answer(text: text + "}}", changed: false, positions: positions)
     }
 
     struct Answer {
         var text: String
         /// True when some partition has changes, or a status other than `ok`.
         var changed: Bool
+        /// Per partition answered `ok`: the seq up to which the caller now has every change.
+        var positions: [String: Int64] = [:]
     }
 
     static func run(_ request: PullRequest, context: RequestContext) throws -> Answer {
@@ -76,6 +87,7 @@ enum PullRoute {
 
         var text = "{\"partitions\":{"
         var changed = false
+        var positions: [String: Int64] = [:]
         var first = true
         func open(_ name: String) {
             if !first { text += "," }
@@ -123,13 +135,15 @@ enum PullRoute {
                 next = .after(max(clock, cursor.seq), horizon: compacted)
             }
             if !page.isEmpty { changed = true }
+            // Inside a seq (a page ending amid a batch that shares it) only the one before is whole.
+            positions[name] = more ? next.seq - 1 : next.seq
             text += #"{"status":"ok","cursor":"# + JSON.string(next.encode(partition: name, key: key)).serialized()
             text += #","more":"# + (more ? "true" : "false") + #","changes":["#
             text += page.compactMap { $0["body"] }.joined(separator: ",")
             text += "]}"
         }
         text += "}}"
-        return Answer(text: text, changed: changed)
+        return Answer(text: text, changed: changed, positions: positions)
     }
 }
 

@@ -6,6 +6,7 @@ extension App {
     /// secrets read. Waits for the database while it is not up yet, so a worker started
     /// before PostgreSQL comes up on its own.
     public static func start(config: Config, waitForDatabase: Double = 60) throws -> App {
+        if let problem = config.mail?.problem { throw AppError(.internal, "mail settings: \(problem)") }
         let templates = try Templates(directory: config.home + "/Templates")
         let pool = ConnectionPool(conninfo: config.database, capacity: config.threads)
         let deadline = Date().addingTimeInterval(waitForDatabase)

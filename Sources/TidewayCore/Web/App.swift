@@ -13,6 +13,10 @@ public final class App: Sendable {
     /// Commit notifications, for long polls.
     public let changes: ChangeHub
     public let presence = Presence()
+    /// Where devices' cursors stand, written on pulls that name their device.
+    let devicePulls = DevicePulls()
+    /// nil when no SMTP relay is configured.
+    public let mailer: Mailer?
     private let router: Router
 
     public init(config: Config, database: ConnectionPool, templates: Templates, secrets: Secrets,
@@ -21,6 +25,7 @@ public final class App: Sendable {
         self.database = database
         self.templates = templates
         self.secrets = secrets
+        mailer = config.mail.map(Mailer.init(settings:))
         // Half the threads may wait in long polls; the rest always serve ordinary requests.
         self.changes = ChangeHub(capacity: max(1, config.threads / 2))
         var router = Router()
