@@ -103,94 +103,120 @@ create view app.tally_days_computed as
      where r.is_boarding and r.boarded_at is not null
      group by 1, 2, 3, 4;
 
--- Adds (sign 1) or takes away (sign -1) one report's contribution.
-create function app.count_boarding(r sync.reports, sign integer) returns void
-language plpgsql set search_path = app, pg_temp as $$
-declare
-    d date := app.boarding_day(r.boarded_at);
-    level text := coalesce(r.safety_level, 'Not recorded');
-    email text := coalesce(r.officer_email, '');
-    here boolean := app.is_located(r.lon, r.lat);
-    fit double precision[] := case when here and sign > 0 then array[r.lon, r.lon, r.lat, r.lat] end;
+-- What one version of a report adds to the summaries (sign 1) or takes away (sign -1):
+-- its facts, without the document. `day` is null for a report that is not a boarding (a
+-- draft, a tombstone, no date), which counts nowhere.
+create type app.boarding_delta as (
+    sign integer, partition text, day date, safety_level text, officer_email text,
+    warnings integer, citations integer, located boolean, lon double precision, lat double precision,
+    violation_codes text[], catch_species text[], catch_kg double precision[]);
+
+create function app.boarding_delta(sign integer, r sync.reports) returns app.boarding_delta
+language sql immutable as $$
+    select row(sign, r.partition, case when r.is_boarding then app.boarding_day(r.boarded_at) end,
+               coalesce(r.safety_level, 'Not recorded'), coalesce(r.officer_email, ''), r.warnings, r.citations,
+               app.is_located(r.lon, r.lat), r.lon, r.lat, r.violation_codes, r.catch_species, r.catch_kg)::app.boarding_delta
+$$;
+
+-- Adds a statement's deltas to the three tables, one grouped upsert each.
+create function app.apply_boarding_deltas(deltas app.boarding_delta[]) returns void
+language plpgsql as $$
 begin
-    if not r.is_boarding or d is null then
-        return;
-    end if;
-    insert into app.boarding_days as s
-    values (r.partition, d, level, sign, case when r.warnings + r.citations = 0 then sign else 0 end,
-            sign * r.warnings, sign * r.citations, case when here then sign else 0 end, fit[1], fit[2], fit[3], fit[4])
-    on conflict (partition, day, safety_level) do update
-       set boardings = s.boardings + excluded.boardings, compliant = s.compliant + excluded.compliant,
-           warnings = s.warnings + excluded.warnings, citations = s.citations + excluded.citations,
-           located = s.located + excluded.located,
-           west = least(s.west, excluded.west), east = greatest(s.east, excluded.east),
-           south = least(s.south, excluded.south), north = greatest(s.north, excluded.north);
-    insert into app.officer_days as s
-    values (r.partition, d, email, sign, case when r.warnings + r.citations = 0 then sign else 0 end,
-            sign * r.warnings, sign * r.citations, case when here then sign else 0 end, fit[1], fit[2], fit[3], fit[4])
-    on conflict (partition, day, officer_email) do update
-       set boardings = s.boardings + excluded.boardings, compliant = s.compliant + excluded.compliant,
-           warnings = s.warnings + excluded.warnings, citations = s.citations + excluded.citations,
-           located = s.located + excluded.located,
-           west = least(s.west, excluded.west), east = greatest(s.east, excluded.east),
-           south = least(s.south, excluded.south), north = greatest(s.north, excluded.north);
-    -- A boarding taken away from an edge of the bounds: the day's bounds are read again
-    -- from what remains (one day of one agency, from the dashboard index).
-    if here and sign < 0 then
-        update app.boarding_days s
-           set (west, east, south, north) = (
-               select min(lon), max(lon), min(lat), max(lat) from sync.reports
-                where partition = r.partition and is_boarding
-                  and boarded_at >= d::timestamp at time zone 'UTC' and boarded_at < (d + 1)::timestamp at time zone 'UTC'
-                  and coalesce(safety_level, 'Not recorded') = level and app.is_located(lon, lat))
-         where s.partition = r.partition and s.day = d and s.safety_level = level
-           and (r.lon in (s.west, s.east) or r.lat in (s.south, s.north));
-        update app.officer_days s
-           set (west, east, south, north) = (
-               select min(lon), max(lon), min(lat), max(lat) from sync.reports
-                where partition = r.partition and is_boarding
-                  and boarded_at >= d::timestamp at time zone 'UTC' and boarded_at < (d + 1)::timestamp at time zone 'UTC'
-                  and coalesce(officer_email, '') = email and app.is_located(lon, lat))
-         where s.partition = r.partition and s.day = d and s.officer_email = email
-           and (r.lon in (s.west, s.east) or r.lat in (s.south, s.north));
-    end if;
+    with d as (
+        select * from unnest(deltas) where day is not null
+    ), by_level as (
+        insert into app.boarding_days as s
+        select partition, day, safety_level, sum(sign), coalesce(sum(sign) filter (where warnings + citations = 0), 0),
+               sum(sign * warnings), sum(sign * citations), coalesce(sum(sign) filter (where located), 0),
+               min(lon) filter (where located and sign > 0), max(lon) filter (where located and sign > 0),
+               min(lat) filter (where located and sign > 0), max(lat) filter (where located and sign > 0)
+          from d group by partition, day, safety_level
+        on conflict (partition, day, safety_level) do update
+           set boardings = s.boardings + excluded.boardings, compliant = s.compliant + excluded.compliant,
+               warnings = s.warnings + excluded.warnings, citations = s.citations + excluded.citations,
+               located = s.located + excluded.located,
+               west = least(s.west, excluded.west), east = greatest(s.east, excluded.east),
+               south = least(s.south, excluded.south), north = greatest(s.north, excluded.north)
+    ), by_officer as (
+        insert into app.officer_days as s
+        select partition, day, officer_email, sum(sign), coalesce(sum(sign) filter (where warnings + citations = 0), 0),
+               sum(sign * warnings), sum(sign * citations), coalesce(sum(sign) filter (where located), 0),
+               min(lon) filter (where located and sign > 0), max(lon) filter (where located and sign > 0),
+               min(lat) filter (where located and sign > 0), max(lat) filter (where located and sign > 0)
+          from d group by partition, day, officer_email
+        on conflict (partition, day, officer_email) do update
+           set boardings = s.boardings + excluded.boardings, compliant = s.compliant + excluded.compliant,
+               warnings = s.warnings + excluded.warnings, citations = s.citations + excluded.citations,
+               located = s.located + excluded.located,
+               west = least(s.west, excluded.west), east = greatest(s.east, excluded.east),
+               south = least(s.south, excluded.south), north = greatest(s.north, excluded.north)
+    )
     insert into app.tally_days as t (partition, day, kind, key, entries, amount)
-    select r.partition, d, kind, key, sign * sum(entries)::integer, sign * sum(amount)
-      from (select 'code' as kind, c as key, 1 as entries, 1::numeric as amount from unnest(r.violation_codes) c
+    select partition, day, kind, key, sum(sign)::integer, sum(sign * amount)
+      from (select d.partition, d.day, d.sign, 'code' as kind, c as key, 1::numeric as amount from d, unnest(d.violation_codes) c
             union all
-            select 'fish', x.species, 1, x.kg::numeric from unnest(r.catch_species, r.catch_kg) x(species, kg)) u
-     group by kind, key
+            select d.partition, d.day, d.sign, 'fish', x.species, x.kg::numeric from d, unnest(d.catch_species, d.catch_kg) x(species, kg)) u
+     group by partition, day, kind, key
     on conflict (partition, day, kind, key) do update
        set entries = t.entries + excluded.entries, amount = t.amount + excluded.amount;
+    -- A boarding taken away from an edge of its day's bounds: the bounds are read again
+    -- from what remains (one day of one agency, from the dashboard index).
+    update app.boarding_days s
+       set (west, east, south, north) = (
+           select min(r.lon), max(r.lon), min(r.lat), max(r.lat) from sync.reports r
+            where r.partition = s.partition and r.is_boarding
+              and r.boarded_at >= s.day::timestamp at time zone 'UTC' and r.boarded_at < (s.day + 1)::timestamp at time zone 'UTC'
+              and coalesce(r.safety_level, 'Not recorded') = s.safety_level and app.is_located(r.lon, r.lat))
+      from unnest(deltas) gone
+     where gone.sign < 0 and gone.located and gone.day is not null
+       and s.partition = gone.partition and s.day = gone.day and s.safety_level = gone.safety_level
+       and (gone.lon in (s.west, s.east) or gone.lat in (s.south, s.north));
+    update app.officer_days s
+       set (west, east, south, north) = (
+           select min(r.lon), max(r.lon), min(r.lat), max(r.lat) from sync.reports r
+            where r.partition = s.partition and r.is_boarding
+              and r.boarded_at >= s.day::timestamp at time zone 'UTC' and r.boarded_at < (s.day + 1)::timestamp at time zone 'UTC'
+              and coalesce(r.officer_email, '') = s.officer_email and app.is_located(r.lon, r.lat))
+      from unnest(deltas) gone
+     where gone.sign < 0 and gone.located and gone.day is not null
+       and s.partition = gone.partition and s.day = gone.day and s.officer_email = gone.officer_email
+       and (gone.lon in (s.west, s.east) or gone.lat in (s.south, s.north));
 end
 $$;
 
--- Runs as the owner: the summaries are written by no one else (workers may only read).
-create function app.summarize_boarding() returns trigger
+-- Statement triggers with transition tables: a multi-row write (a push's new reports,
+-- app.insert_documents) updates each summary row once, not once per report. An update
+-- counts only the reports whose summarized facts changed (most edits — vessel, crew,
+-- notes — change none). Runs as the owner: nobody else writes the summaries.
+create function app.summarize_boardings() returns trigger
 language plpgsql security definer set search_path = app, pg_temp as $$
+declare
+    deltas app.boarding_delta[];
 begin
-    if tg_op in ('UPDATE', 'DELETE') then
-        perform app.count_boarding(old, -1);
+    if tg_op = 'INSERT' then
+        deltas := array(select app.boarding_delta(1, n) from new_rows n where n.is_boarding);
+    elsif tg_op = 'DELETE' then
+        deltas := array(select app.boarding_delta(-1, o) from old_rows o where o.is_boarding);
+    else
+        deltas := array(
+            select x from old_rows o join new_rows n on n.id = o.id,
+                   lateral (values (app.boarding_delta(-1, o)), (app.boarding_delta(1, n))) v(x)
+             where (o.is_boarding or n.is_boarding)
+               and app.boarding_delta(1, o) is distinct from app.boarding_delta(1, n));
     end if;
-    if tg_op in ('UPDATE', 'INSERT') then
-        perform app.count_boarding(new, 1);
+    if cardinality(deltas) > 0 then
+        perform app.apply_boarding_deltas(deltas);
     end if;
     return null;
 end
 $$;
 
 create trigger dashboard_summaries_insert after insert on sync.reports
-    for each row when (new.is_boarding) execute function app.summarize_boarding();
+    referencing new table as new_rows for each statement execute function app.summarize_boardings();
 create trigger dashboard_summaries_delete after delete on sync.reports
-    for each row when (old.is_boarding) execute function app.summarize_boarding();
--- Most edits (vessel, crew, notes) change none of the summarized facts: skipped.
+    referencing old table as old_rows for each statement execute function app.summarize_boardings();
 create trigger dashboard_summaries_update after update on sync.reports
-    for each row when ((old.is_boarding, old.boarded_at, old.officer_email, old.safety_level, old.warnings, old.citations,
-                        old.violation_codes, old.catch_species, old.catch_kg, old.lon, old.lat, old.partition)
-                       is distinct from
-                       (new.is_boarding, new.boarded_at, new.officer_email, new.safety_level, new.warnings, new.citations,
-                        new.violation_codes, new.catch_species, new.catch_kg, new.lon, new.lat, new.partition))
-    execute function app.summarize_boarding();
+    referencing old table as old_rows new table as new_rows for each statement execute function app.summarize_boardings();
 
 -- What the dashboards still read from the reports (the map's points, newest first, and
 -- bins; an officer's recent boardings) is a range of one agency's boardings by date: the
