@@ -1,8 +1,10 @@
 """The permission matrix of the administration pages: officers are kept out of every
 page and form, agency admins stay inside their agency and never make global admins
 (even with a hand-made form post), and every form needs the session's CSRF token."""
+import os
 import uuid
 
+import psycopg2
 import pytest
 
 from admin_support import GLOBAL_ADMIN, browser_as, csrf_of, menu_doc, post, user_row
@@ -86,10 +88,10 @@ def test_agency_admins_cannot_touch_another_agencys_users_lists_or_areas():
             continue
         r = post(gabon_admin, path, data)
         assert r.status_code in (403, 404), (path, r.status_code)
-    # Inviting into another agency, and renaming an agency, are refused too.
+    # Inviting into another agency, and creating an agency, are refused too (renaming one's
+    # own: see test_agency_admins_edit_only_their_own_agencys_contact_details).
     r = post(gabon_admin, "/users", {"email": f"t-{uuid.uuid4().hex[:8]}@test.tideway", "role": "officer", "agency": "WildAid"})
     assert r.status_code == 403
-    assert post(gabon_admin, "/agencies/Gabon", {"name": "Renamed"}).status_code == 403
     assert post(gabon_admin, "/agencies", {"key": "Mine", "name": "Mine"}).status_code == 403
     row = user_row(outsider)
     assert row["active"] and row["first_name"] == "Test" and row["agency"] == "WildAid"
@@ -143,3 +145,49 @@ def test_only_global_admins_browse_the_audit_log(path):
     gabon_admin = browser_as(new_user(role="agencyAdmin", agency="Gabon"))
     assert gabon_admin.get(URL + path).status_code == 403
     assert browser_as(GLOBAL_ADMIN).get(URL + path).status_code == 200
+
+
+def agency_row(key):
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("select name, description, email, site, active from app.agencies where key = %s", (key,))
+        return cur.fetchone()
+
+
+def test_agency_admins_edit_only_their_own_agencys_contact_details():
+    key = "T " + uuid.uuid4().hex[:8]
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("insert into app.agencies (key, name) values (%s, 'Original name')", (key,))
+    admin = browser_as(new_user(role="agencyAdmin", agency=key))
+    path = "/agencies/" + key.replace(" ", "%20")
+    page = admin.get(URL + path).text
+    assert "Save contact details" in page and "Save agency" not in page and 'name="active"' not in page
+    # The contact details change; a crafted name and state are ignored.
+    r = post(admin, path, {"description": "Coast guard <b>north</b>", "email": "ops@example.org", "site": "https://example.org",
+                           "name": "Hijacked", "active": ""})
+    assert r.status_code == 303
+    assert agency_row(key) == ("Original name", "Coast guard <b>north</b>", "ops@example.org", "https://example.org", True)
+    assert "Coast guard &lt;b&gt;north&lt;/b&gt;" in admin.get(URL + path).text
+    # Another agency, or an officer: refused, nothing changes.
+    assert post(admin, "/agencies/Gabon", {"description": "x"}).status_code == 403
+    officer = browser_as(new_user(agency=key))
+    assert post(officer, path, {"description": "officer was here"}).status_code == 403
+    assert agency_row(key)[1] == "Coast guard <b>north</b>"
+    # The database itself refuses an agency admin's rename, whatever sends it.
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("select id from app.users where agency = %s and role = 'agencyAdmin'", (key,))
+        uid = str(cur.fetchone()[0])
+    with psycopg2.connect(os.environ["TIDEWAY_TEST_DATABASE"]) as conn, conn.cursor() as cur:
+        cur.execute("select set_config('tideway.role', 'agencyAdmin', true), set_config('tideway.agency', %s, true),"
+                    " set_config('tideway.user_id', %s, true)", (key, uid))
+        with pytest.raises(psycopg2.Error) as refused:
+            cur.execute("update app.agencies set name = 'Hijacked' where key = %s", (key,))
+        assert refused.value.pgcode == "TW403"
+        conn.rollback()
+        cur.execute("select set_config('tideway.role', 'agencyAdmin', true), set_config('tideway.agency', %s, true),"
+                    " set_config('tideway.user_id', %s, true)", (key, uid))
+        cur.execute("update app.agencies set description = 'x' where key = 'Gabon'")
+        assert cur.rowcount == 0
+    assert agency_row(key)[0] == "Original name"
+    # A global admin still edits everything.
+    r = post(browser_as(GLOBAL_ADMIN), path, {"name": "New name", "description": "d", "email": "", "site": "", "active": ""})
+    assert r.status_code == 303 and agency_row(key) == ("New name", "d", "", "", False)

@@ -97,19 +97,48 @@ enum AgencyPages {
         }
     }
 
+    /// What an agency admin may change of their own agency (0044): the contact details.
+    struct Contact {
+        let description: String
+        let email: String
+        let site: String
+
+        init(_ form: [String: String]) {
+            description = String((form["description"] ?? "").prefix(2000))
+            email = String((form["email"] ?? "").trimmingCharacters(in: .whitespaces).prefix(254))
+            site = String((form["site"] ?? "").trimmingCharacters(in: .whitespaces).prefix(500))
+        }
+
+        var json: JSON { ["description": .string(description), "email": .string(email), "site": .string(site)] }
+    }
+
+    /// A global admin edits everything but the key; an agency admin their own agency's
+    /// contact details (anything else in the form is ignored, and the database refuses it).
     static func edit(_ context: RequestContext) throws -> HTTPResponse {
         let key = Admin.pathParameter(context, "key")
         let form = try WebSession.postedForm(context, limit: 16 * 1024)
-        let details = try Details(form)
         return try WebSession.asUser(context) { tx, caller in
-            try Admin.requireGlobalAdmin(caller)
-            let updated = try tx.query("""
-                update app.agencies set name = \(details.name), description = \(details.description), email = \(details.email),
-                       site = \(details.site), active = \(details.active)
-                 where key = \(key) returning key
-                """)
+            try Admin.requireAgencyRights(caller, agency: key)
+            let updated: QueryResult
+            let detail: JSON
+            if caller.info.isGlobalAdmin {
+                let details = try Details(form)
+                updated = try tx.query("""
+                    update app.agencies set name = \(details.name), description = \(details.description), email = \(details.email),
+                           site = \(details.site), active = \(details.active)
+                     where key = \(key) returning key
+                    """)
+                detail = details.json
+            } else {
+                let contact = Contact(form)
+                updated = try tx.query("""
+                    update app.agencies set description = \(contact.description), email = \(contact.email), site = \(contact.site)
+                     where key = \(key) returning key
+                    """)
+                detail = contact.json
+            }
             guard !updated.isEmpty else { throw AppError.notFound("no such agency") }
-            try Admin.audit(tx, context, caller, action: "agency.edit", target: "agency:\(key)", detail: details.json)
+            try Admin.audit(tx, context, caller, action: "agency.edit", target: "agency:\(key)", detail: detail)
             return Pages.redirect(href(key) + "?saved=1")
         }
     }
@@ -125,6 +154,8 @@ enum AgencyPages {
         let site: String
         let active: Bool
         let canEdit: Bool
+        /// An agency admin on their own agency: the contact details only.
+        let canEditContact: Bool
         let livePartition: String
         let menu: MenuListsEditor.View
         let areas: [ProtectedAreas.AreaView]
@@ -147,7 +178,8 @@ enum AgencyPages {
             return Pages.html(context, "admin/agency", AgencyView(
                 chrome: Pages.Chrome(title: row["name"] ?? key, caller: caller), csrf: caller.csrf, key: key, href: href(key),
                 name: row["name"] ?? "", description: row["description"] ?? "", email: row["email"] ?? "", site: row["site"] ?? "",
-                active: row.bool("active") == true, canEdit: caller.info.isGlobalAdmin, livePartition: partition,
+                active: row.bool("active") == true, canEdit: caller.info.isGlobalAdmin,
+                canEditContact: !caller.info.isGlobalAdmin, livePartition: partition,
                 menu: MenuListsEditor.View(menuDoc), areas: areas,
                 notice: context.query["saved"] != nil ? "Saved." : nil))
         }

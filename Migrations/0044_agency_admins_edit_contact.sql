@@ -1,0 +1,20 @@
+-- An agency admin keeps their own agency's contact details (description, email, site) up
+-- to date; its name and active state (and the key, which never changes) stay with global
+-- admins (0002). Row-level security decides rows, not columns, so a trigger refuses an
+-- agency admin's change to the other columns, whatever code path sends it.
+create policy agencies_update_own on app.agencies for update
+    using (app.role() = 'agencyAdmin' and key = app.agency())
+    with check (app.role() = 'agencyAdmin' and key = app.agency());
+
+create function app.guard_agency_update() returns trigger
+language plpgsql as $$
+begin
+    if app.role() = 'agencyAdmin' and (new.key, new.name, new.active) is distinct from (old.key, old.name, old.active) then
+        raise exception 'only global administrators change an agency''s name or state' using errcode = 'TW403';
+    end if;
+    return new;
+end
+$$;
+
+create trigger agencies_guard before update on app.agencies
+    for each row execute function app.guard_agency_update();
