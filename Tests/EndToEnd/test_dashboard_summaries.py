@@ -12,6 +12,7 @@ import pytest
 
 from conftest import admin_db, new_user, worker_db
 from synclib import Client, change, new_agency
+from test_dashboards import report_doc
 
 TABLES = ("boarding_days", "officer_days", "tally_days")
 
@@ -42,16 +43,7 @@ def summary_total(partition):
 
 
 def report(rid, officer, date, level="Green", violations=(), catch=(), location=(9.2, -0.6), draft=False):
-    doc = {"_id": rid, "draft": draft, "timestamp": date, "date": date,
-            "reportingOfficer": {"name": {"first": "T", "last": "O"}, "email": officer},
-            "vessel": {"name": "Vessel " + rid[-4:], "homePort": "P", "nationality": "GA", "permitNumber": "1"},
-            "inspection": {"actualCatch": [{"fish": f, "number": 1, "weight": w, "unit": u} for f, w, u in catch],
-                           "summary": {"safetyLevel": {"level": level, "amberReason": ""},
-                                       "violations": [{"disposition": d, "offence": {"code": c, "explanation": "x"}}
-                                                      for d, c in violations]}}}
-    if location:
-        doc["location"] = list(location)
-    return doc
+    return report_doc(rid, officer, date, violations, level, catch, location, draft)
 
 
 @pytest.fixture

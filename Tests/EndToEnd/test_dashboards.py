@@ -20,9 +20,8 @@ FROM, TO = "2026-01-01", "2026-03-31"
 RANGE = f"?from={FROM}&to={TO}"
 
 
-def insert_report(cur, partition, officer, date, violations=(), level="Green", catch=(), location=None,
-                  draft=False, deleted=False):
-    rid = "dash-" + uuid.uuid4().hex[:12]
+def report_doc(rid, officer, date, violations=(), level="Green", catch=(), location=None, draft=False):
+    """A boarding report with the facts the dashboards count."""
     doc = {"_id": rid, "draft": draft, "timestamp": date, "date": date,
            "reportingOfficer": {"name": {"first": "T", "last": "O"}, "email": officer},
            "vessel": {"name": "Vessel " + rid[-4:], "homePort": "P", "nationality": "GA", "permitNumber": "1"},
@@ -32,6 +31,13 @@ def insert_report(cur, partition, officer, date, violations=(), level="Green", c
                                                      for d, c in violations]}}}
     if location:
         doc["location"] = list(location)
+    return doc
+
+
+def insert_report(cur, partition, officer, date, violations=(), level="Green", catch=(), location=None,
+                  draft=False, deleted=False):
+    rid = "dash-" + uuid.uuid4().hex[:12]
+    doc = report_doc(rid, officer, date, violations, level, catch, location, draft)
     # A deleted report is a tombstone: no document at all.
     cur.execute("insert into sync.reports (id, partition, doc, seq, deleted) values (%s, %s, %s, app.tick(%s), %s)",
                 (rid, partition, None if deleted else json.dumps(doc), partition, deleted))
