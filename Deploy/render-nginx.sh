@@ -41,8 +41,13 @@ else
 fi
 
 upstreams='' listen_http='' listen_https=''
+# max_fails=0: a local worker is never taken out of rotation. nginx's default marks a
+# server down for 10 s after one failed request; under a burst (10,000 event streams
+# closing at once, each with its unsubscribe hook) that took every worker out and refused
+# the next 1,000 subscriptions with 503. A worker that is really gone is restarted by its
+# supervisor within a second, and fastcgi_next_upstream tries the other one meanwhile.
 for ((i = 1; i <= WORKERS; i++)); do
-    upstreams+="    server unix:$RUN_DIR/worker-$i.sock;"$'\n'
+    upstreams+="    server unix:$RUN_DIR/worker-$i.sock max_fails=0;"$'\n'
 done
 read -ra addrs <<<"$LISTEN_ADDRS" # no globbing of "*"
 for addr in "${addrs[@]}"; do

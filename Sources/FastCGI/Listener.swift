@@ -14,9 +14,11 @@ public enum Listener {
         }
     }
 
-    /// `backlog`: bursts of requests (thousands of devices reconnecting their event streams at once)
-    /// wait in the kernel rather than being refused.
-    public static func open(environment: [String: String], backlog: Int32 = 1024) throws -> Int32 {
+    /// `backlog`: bursts of requests (thousands of devices reconnecting their event streams at once,
+    /// or closing them, each with nchan's unsubscribe hook) wait in the kernel rather than being
+    /// refused. 1024 overflowed in the events benchmark; the kernel caps it at net.core.somaxconn
+    /// (4096 by default since Linux 5.4).
+    public static func open(environment: [String: String], backlog: Int32 = 4096) throws -> Int32 {
         if let fds = environment["LISTEN_FDS"], Int(fds) ?? 0 >= 1 {
             // LISTEN_PID names the process the sockets are for; a child started by us must not take them.
             if let pid = environment["LISTEN_PID"], Int32(pid) != getpid() { throw Failure.noSocket }
