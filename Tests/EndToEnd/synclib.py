@@ -3,6 +3,7 @@ server's own view of a partition (a superuser query of the sync.* tables), and a
 chat state that only the server's chat effects would create (users documents,
 conversations), so that every partition kind has documents to be isolated."""
 import json
+import time
 import uuid
 
 import requests
@@ -110,11 +111,25 @@ def server_state(partition):
     return state
 
 
+def jobs_settled(timeout=30):
+    """Waits until the job runner has no due job left: thumbnails and offloads that earlier
+    tests queued write photos (and their agency's clock) in the background."""
+    deadline = time.monotonic() + timeout
+    with admin_db() as conn, conn.cursor() as cur:
+        while time.monotonic() < deadline:
+            cur.execute("select count(*) from app.jobs where state = 'pending' and run_after <= now()")
+            if cur.fetchone()[0] == 0:
+                return
+            time.sleep(0.1)
+
+
 def counts():
     """Rows of every sync table, the clocks and the push log: to show that nothing was written.
     Presence is left out: any sync (even a refused push) marks its user On-Line, and the
     sweep marks idle users Off-Line at any moment, writing users' and chatsters' documents
-    (their clocks), so those clocks move whatever a test sends."""
+    (their clocks), so those clocks move whatever a test sends. Background jobs are let
+    finish first."""
+    jobs_settled()
     with admin_db() as conn, conn.cursor() as cur:
         parts = [f"(select count(*) from sync.{t})" for t in TABLES.values()]
         parts += ["(select coalesce(sum(seq), 0) from app.partition_clocks"

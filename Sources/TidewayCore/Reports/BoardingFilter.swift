@@ -175,8 +175,13 @@ struct BoardingFilter {
                 + SQL(unsafeSQL: " or r.id \(op) ") + "\(position.id))"
         }
         let direction = ascending ? "asc" : "desc"
-        return SQL(unsafeSQL: "select \(columns), \(sort.keyText) as sort_key from sync.reports r where ") + clauses
-            + SQL(unsafeSQL: " order by r.\(sort.column) \(direction), r.id \(direction) limit \(size + 1)")
+        let order = "order by r.\(sort.column) \(direction), r.id \(direction)"
+        // The page's ids first, its columns after: the columns read the documents, and a
+        // search matching thousands of reports would otherwise read every one of them
+        // before keeping the first page (measured: 68 ms instead of 20 for 1,261 matches).
+        return SQL(unsafeSQL: "select \(columns), \(sort.keyText) as sort_key from (select r.id from sync.reports r where ")
+            + clauses
+            + SQL(unsafeSQL: " \(order) limit \(size + 1)) page join sync.reports r on r.id = page.id \(order)")
     }
 
     /// Every matching row in the list's order, for an export cursor.
