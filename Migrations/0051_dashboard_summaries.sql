@@ -54,16 +54,16 @@ create table app.tally_days (
     primary key (partition, day, kind, key)
 );
 
--- Same reading rule as the reports: one's own agency, or every agency for global admins.
+-- Same reading rule as the reports (0017): one's own agency, or every agency for global admins.
 alter table app.boarding_days enable row level security;
 alter table app.boarding_days force row level security;
 alter table app.officer_days enable row level security;
 alter table app.officer_days force row level security;
 alter table app.tally_days enable row level security;
 alter table app.tally_days force row level security;
-create policy read on app.boarding_days for select using (app.is_global_admin() or partition = 'agency=' || app.agency());
-create policy read on app.officer_days for select using (app.is_global_admin() or partition = 'agency=' || app.agency());
-create policy read on app.tally_days for select using (app.is_global_admin() or partition = 'agency=' || app.agency());
+create policy read on app.boarding_days for select using (partition = any ((select app.readable_agency_partitions())::text[]));
+create policy read on app.officer_days for select using (partition = any ((select app.readable_agency_partitions())::text[]));
+create policy read on app.tally_days for select using (partition = any ((select app.readable_agency_partitions())::text[]));
 grant select on app.boarding_days, app.officer_days, app.tally_days to tideway_worker;
 
 -- The day a boarding counts on; null (counted nowhere, as in the range queries) without a date.
