@@ -1,5 +1,6 @@
 """Shared fixtures for the end-to-end tests: a real stack (nginx over HTTPS, workers,
 PostgreSQL) started by Deploy/dev/test.sh, which exports where it is."""
+import contextlib
 import os
 import uuid
 
@@ -79,17 +80,25 @@ def new_user(role="officer", agency="Gabon", password=PASSWORD):
     return email
 
 
-@pytest.fixture
-def own_address_failures():
-    """Every test signs in from 127.0.0.1, like all the others, and the rate limit also
-    counts failures per address (30 in 10 minutes). A test that fails sign-ins on purpose
-    takes its own failures off that count afterwards, so later tests are not refused."""
+@contextlib.contextmanager
+def login_failures_taken_back(key_pattern):
+    """The rate limits count by key in app.login_failures (an address, an e-mail, a
+    /forgot source). A test that adds to a count on purpose takes its own rows matching
+    key_pattern (a LIKE pattern) off afterwards, so later tests are not refused."""
     with admin_db() as conn, conn.cursor() as cur:
         cur.execute("select clock_timestamp()")
         started = cur.fetchone()[0]
     yield
     with admin_db() as conn, conn.cursor() as cur:
-        cur.execute("delete from app.login_failures where key like 'address:%%' and at >= %s", (started,))
+        cur.execute("delete from app.login_failures where key like %s and at >= %s", (key_pattern, started))
+
+
+@pytest.fixture
+def own_address_failures():
+    """Every test signs in from 127.0.0.1, like all the others, and the rate limit also
+    counts failures per address (30 in 10 minutes)."""
+    with login_failures_taken_back("address:%"):
+        yield
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import uuid
 import pytest
 
 from admin_support import GLOBAL_ADMIN, browser_as, link_in, post, token_of, user_row
-from conftest import URL, admin_db, new_user, session
+from conftest import URL, admin_db, login_failures_taken_back, new_user, session
 from mail_support import MAIL_DIR, all_mail, mail_to, wait_for_mail, worker_logs
 from test_admin_accounts import NEW_PASSWORD, can_sign_in, set_password
 from test_web_session import form_fields
@@ -21,14 +21,9 @@ REQUIRED_HEADERS = ["From", "To", "Subject", "Date", "Message-ID", "MIME-Version
 
 @pytest.fixture(autouse=True)
 def forgot_counts_cleared():
-    """Every /forgot counts against 127.0.0.1, like all the others; take this test's
-    requests off that count afterwards so the limit never refuses a later test."""
-    with admin_db() as conn, conn.cursor() as cur:
-        cur.execute("select clock_timestamp()")
-        started = cur.fetchone()[0]
-    yield
-    with admin_db() as conn, conn.cursor() as cur:
-        cur.execute("delete from app.login_failures where key like 'forgot-%%' and at >= %s", (started,))
+    """Every /forgot counts against 127.0.0.1, like all the others."""
+    with login_failures_taken_back("forgot-%"):
+        yield
 
 
 @pytest.fixture
