@@ -105,7 +105,18 @@ extension Bool: SQLValue { public var sqlText: String { self ? "t" : "f" } }
 /// A text[] parameter (`= any(\(list))`).
 extension Array: SQLValue where Element == String {
     public var sqlText: String {
-        "{" + map { "\"" + $0.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"") + "\"" }.joined(separator: ",") + "}"
+        "{" + map { "\"" + Self.arrayElement($0) + "\"" }.joined(separator: ",") + "}"
+    }
+
+    /// Backslash and double quote escaped; most elements have neither, and go as they are.
+    static func arrayElement(_ text: String) -> String {
+        guard text.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\"") }) else { return text }
+        var out = ""
+        for character in text {
+            if character == "\\" || character == "\"" { out.append("\\") }
+            out.append(character)
+        }
+        return out
     }
 }
 

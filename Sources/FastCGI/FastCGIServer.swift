@@ -94,9 +94,10 @@ public final class FastCGIServer: Sendable {
         var params: [String: String] = [:]
         guard var cursor = tw_fcgx_envp(request) else { return params }
         while let entry = cursor.pointee {
-            let pair = String(cString: entry)
-            if let eq = pair.firstIndex(of: "=") {
-                params[String(pair[..<eq])] = String(pair[pair.index(after: eq)...])
+            // Split at the first '=' on the C string itself: cheaper than Character indices.
+            if let eq = strchr(entry, Int32(UInt8(ascii: "="))) {
+                let name = UnsafeRawBufferPointer(start: entry, count: eq - entry)
+                params[String(decoding: name, as: UTF8.self)] = String(cString: eq + 1)
             }
             cursor += 1
         }

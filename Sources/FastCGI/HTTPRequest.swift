@@ -30,7 +30,7 @@ public final class HTTPRequest {
     public convenience init(params: [String: String], body: RequestBody) {
         var headers: [String: String] = [:]
         for (key, value) in params where key.hasPrefix("HTTP_") {
-            headers[key.dropFirst(5).lowercased().replacingOccurrences(of: "_", with: "-")] = value
+            headers[Self.headerName(key.utf8.dropFirst(5))] = value
         }
         // nginx sends these two without the HTTP_ prefix.
         if let type = params["CONTENT_TYPE"], !type.isEmpty { headers["content-type"] = type }
@@ -42,6 +42,18 @@ public final class HTTPRequest {
             headers: headers, params: params, body: body)
     }
 
+    /// `USER_AGENT` -> `user-agent` (ASCII, as nginx sends names), without Foundation:
+    /// this runs for every header of every request.
+    static func headerName(_ name: Substring.UTF8View) -> String {
+        String(decoding: name.map { byte -> UInt8 in
+            switch byte {
+            case UInt8(ascii: "_"): UInt8(ascii: "-")
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"): byte + 32
+            default: byte
+            }
+        }, as: UTF8.self)
+    }
+
     public var contentLength: Int? { headers["content-length"].flatMap { Int($0) } }
     public var remoteAddress: String { params["REMOTE_ADDR"] ?? "" }
     public var requestID: String { params["REQUEST_ID"] ?? "" }
@@ -49,6 +61,7 @@ public final class HTTPRequest {
     /// The media type without parameters, lower-cased (`application/json`).
     public var mediaType: String? {
         guard let type = headers["content-type"] else { return nil }
-        return type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        let bare = type.prefix { $0 != ";" }.drop { $0 == " " || $0 == "\t" }
+        return String(bare.reversed().drop { $0 == " " || $0 == "\t" }.reversed()).lowercased()
     }
 }

@@ -39,7 +39,10 @@ public final class RequestBody {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(declaredLength ?? 0)
         while true {
-            let chunk = readChunk(max: 256 * 1024)
+            // Chunks sized to what is still expected (one more byte shows the end): a fixed
+            // 256 KiB chunk, zeroed for every read, cost more than parsing a small body.
+            let expected = declaredLength.map { $0 > bytes.count ? $0 - bytes.count + 1 : 4096 } ?? 256 * 1024
+            let chunk = readChunk(max: min(expected, 256 * 1024))
             if chunk.isEmpty { break }
             bytes += chunk
             if bytes.count > limit { throw .tooLarge }

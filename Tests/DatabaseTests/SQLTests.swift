@@ -26,4 +26,9 @@ import Testing
         let sql: SQL = "values (\(missing), \(SQLBytes([0, 255, 16])))"
         #expect(sql.binds == [nil, "\\x00ff10"])
     }
+
+    @Test func textArraysEscapeBackslashesAndQuotes() {
+        let sql: SQL = "select \(["plain", #"a\b"#, #"say "hi""#, "", "é,{}"])"
+        #expect(sql.binds == [#"{"plain","a\\b","say \"hi\"","","é,{}"}"#])
+    }
 }

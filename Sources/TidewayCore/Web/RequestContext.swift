@@ -52,12 +52,16 @@ public final class RequestContext {
     }
 
     /// The bearer token of the Authorization header, if any.
-    public var bearerToken: String? {
-        guard let header = request.headers["authorization"] else { return nil }
+    public var bearerToken: String? { Self.bearerToken(in: request.headers["authorization"]) }
+
+    static func bearerToken(in header: String?) -> String? {
+        guard let header else { return nil }
         let parts = header.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
-        let token = parts[1].trimmingCharacters(in: .whitespaces)
-        return token.isEmpty ? nil : token
+        // Tokens are base64url: any blank in or around one makes it unknown anyway.
+        let token = parts[1].trimmingPrefix(while: { $0 == " " || $0 == "\t" })
+        let end = token.lastIndex(where: { $0 != " " && $0 != "\t" })
+        return end.map { String(token[...$0]) }
     }
 
     /// One transaction as the caller who holds `token`: BEGIN and app.authenticate go out
