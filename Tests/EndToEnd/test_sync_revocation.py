@@ -4,7 +4,7 @@ import time
 import uuid
 
 from conftest import URL, admin_db, new_user
-from synclib import Client, change, doc_for, new_agency, user_id
+from synclib import Client, change, doc_for, new_agency, new_conversation, user_id
 
 
 def test_an_officer_moved_to_another_agency_is_forbidden_the_old_partition_at_once():
@@ -59,3 +59,54 @@ def test_a_long_poll_of_a_forbidden_partition_answers_at_once():
     watcher = Client(new_user(agency="Gabon"))
     answer = watcher.pull({"agency=WildAid": None}, wait=20)
     assert answer["agency=WildAid"] == {"status": "forbidden"}
+
+
+def test_a_poll_with_every_cursor_at_the_end_still_checks_rights_and_clocks():
+    """Such a poll is answered by one statement (app.unchanged), not by the pull's range
+    scans; it must still see a new change, a lost membership, an agency move
+    and a revoked token at once."""
+    key = new_agency()
+    agency = "agency=" + key
+    email = new_user(agency=key)
+    officer, colleague = Client(email), Client(new_user(agency=key))
+    conversation = "conversation=" + new_conversation([officer.id, colleague.id])
+    mine = f"user={officer.id}"
+
+    def to_the_end(cursors):
+        answer = officer.pull(cursors)
+        assert all(entry["status"] == "ok" and not entry["more"] for entry in answer.values()), answer
+        return {p: entry["cursor"] for p, entry in answer.items()}
+
+    def idle(cursors):
+        answer = officer.pull(cursors)
+        assert all(entry == {"status": "ok", "cursor": cursors[p], "more": False, "changes": []}
+                   for p, entry in answer.items()), answer
+
+    cursors = to_the_end({agency: None, conversation: None, mine: None})
+    # Presence may write the officer's own document while signing in: settle it first.
+    cursors = to_the_end(cursors)
+    idle(cursors)
+
+    d = f"idle-{uuid.uuid4().hex}"
+    colleague.push([change("insert", "reports", agency, d, doc_for("reports", d))])
+    answer = officer.pull(cursors)
+    assert [c["id"] for c in answer[agency]["changes"]] == [d]
+    cursors[agency] = answer[agency]["cursor"]
+    idle(cursors)
+
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("update app.conversation_members set active = false where conversation_id = %s and user_id = %s",
+                    (conversation.split("=", 1)[1], officer.id))
+    assert officer.pull(cursors)[conversation] == {"status": "forbidden"}
+    del cursors[conversation]
+    idle(cursors)
+
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("update app.users set agency = 'Gabon' where id = %s", (officer.id,))
+    assert officer.pull(cursors)[agency] == {"status": "forbidden"}
+    del cursors[agency]
+    idle(cursors)
+
+    assert officer.http.post(URL + "/api/v1/auth/logout").status_code == 204
+    r = officer.pull_raw(cursors)
+    assert r.status_code == 401 and r.json()["error"]["code"] == "unauthenticated"

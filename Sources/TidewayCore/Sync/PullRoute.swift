@@ -44,9 +44,11 @@ enum PullRoute {
             seqs.append(String(cursor.seq))
             horizons.append(String(cursor.horizon))
         }
-        let same = try context.anonymous(readOnly: true) { tx in
-            try tx.query("select app.unchanged(\(Tokens.hash(token)), \(names)::text[], \(seqs)::bigint[], \(horizons)::bigint[]) as same",
-                         thenCommit: true).first?.bool("same") == true
+        // One statement, its own transaction (no BEGIN/COMMIT around it: a third of the
+        // database's work per idle poll); app.unchanged checks the token first, and only reads.
+        let same = try context.app.database.withConnection { connection in
+            try connection.execute("select app.unchanged(\(Tokens.hash(token)), \(names)::text[], \(seqs)::bigint[], \(horizons)::bigint[]) as same")
+                .first?.bool("same") == true
         }
         guard same else { return nil }
         let key = context.app.secrets.cursorKey
