@@ -94,12 +94,14 @@ struct Events: ParsableCommand {
         abstract: "Publish commit notifications to nginx (nchan) as change events; runs until stopped.")
     @Option(help: "libpq connection string (default: $TIDEWAY_DATABASE).") var database: String?
     @Option(help: "nginx's publisher socket (default: $TIDEWAY_EVENTS_SOCKET).") var socket: String?
+    @Option(help: "Seconds between checks of the open-stream counts (presence) against nginx's.") var recountEvery: Double = 30
 
     func run() throws {
         let env = ProcessInfo.processInfo.environment
         guard let conninfo = database ?? env["TIDEWAY_DATABASE"] else { throw ValidationError("set --database or TIDEWAY_DATABASE") }
         guard let path = socket ?? env["TIDEWAY_EVENTS_SOCKET"] else { throw ValidationError("set --socket or TIDEWAY_EVENTS_SOCKET") }
-        EventPublisher(conninfo: conninfo, publishSocket: path).run()
+        guard recountEvery > 0 else { throw ValidationError("--recount-every must be positive") }
+        EventPublisher(conninfo: conninfo, publishSocket: path, recountEvery: recountEvery).run()
     }
 }
 

@@ -169,6 +169,50 @@ def test_an_open_stream_keeps_its_user_on_line():
     assert presence() == "Off-Line"
 
 
+def test_stream_counts_lost_by_nginx_are_corrected_from_what_nginx_holds():
+    # nginx drops a stream's start or end hook when no worker accepts it (a burst of
+    # thousands of disconnects): counts as if hooks were lost, then a round of
+    # `tideway events`' recount, asked for at once instead of waiting half a minute.
+    streaming = login(new_user(agency="Gabon"))
+    gone = login(new_user(agency="Gabon"))
+    stream = Stream(streaming["accessToken"], ["agency=Gabon"])
+    ended = Stream(gone["accessToken"], ["agency=Gabon"])
+    wait_until_subscribed(stream)
+    wait_until_subscribed(ended)
+    ended.close()
+    ids = (streaming["user"]["id"], gone["user"]["id"])
+
+    def counts():
+        with admin_db() as db, db.cursor() as cur:
+            cur.execute("select user_id::text, open from app.event_streams where user_id::text in %s", (ids,))
+            return dict(cur.fetchall())
+
+    deadline = time.time() + 10
+    while counts() != {ids[0]: 1, ids[1]: 0} and time.time() < deadline:
+        time.sleep(0.2)
+    assert counts() == {ids[0]: 1, ids[1]: 0}
+    with admin_db() as db, db.cursor() as cur:
+        # The first login's end of two more streams and the second's end were never told.
+        cur.execute("update app.event_streams set open = case when user_id::text = %s then 3 else 1 end, "
+                    "updated_at = now() - interval '1 minute' where user_id::text in %s", (ids[0], ids))
+        db.commit()
+        cur.execute("select app.sweep_presence(0)")
+        cur.execute("select doc->>'presence' from sync.users where id = %s", (ids[1],))
+        assert cur.fetchone()[0] == "On-Line"  # the stale count keeps a user who left On-Line
+        cur.execute("notify tideway_streams_check")
+        db.commit()
+    deadline = time.time() + 15
+    while counts() != {ids[0]: 1, ids[1]: 0} and time.time() < deadline:
+        time.sleep(0.2)
+    assert counts() == {ids[0]: 1, ids[1]: 0}
+    with admin_db() as db, db.cursor() as cur:
+        cur.execute("select app.sweep_presence(0)")
+        cur.execute("select id, doc->>'presence' from sync.users where id in %s", (ids,))
+        assert dict(cur.fetchall()) == {ids[0]: "On-Line", ids[1]: "Off-Line"}
+        db.commit()
+    stream.close()
+
+
 def test_the_back_office_subscribes_with_its_session_cookie():
     s = requests.Session()
     s.trust_env = False

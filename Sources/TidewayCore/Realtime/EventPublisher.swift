@@ -7,14 +7,18 @@ import Foundation
 public final class EventPublisher {
     let conninfo: String
     let nchan: NchanClient
+    let streamCounts: StreamCountReconciler
 
-    public init(conninfo: String, publishSocket: String) {
+    /// `recountEvery`: seconds between checks of the stream counts against nginx's.
+    public init(conninfo: String, publishSocket: String, recountEvery: Double = 30) {
         self.conninfo = conninfo
         self.nchan = NchanClient(socketPath: publishSocket)
+        self.streamCounts = StreamCountReconciler(conninfo: conninfo, publishSocket: publishSocket, interval: recountEvery)
     }
 
     /// Runs until killed; reconnects to PostgreSQL and nginx after either restarts.
     public func run() -> Never {
+        streamCounts.start()
         while true {
             do {
                 let connection = try Connection(conninfo: conninfo)

@@ -17,27 +17,39 @@ final class NchanClient {
 
     /// Sends one request and reads its answer; retries once on a fresh connection.
     func send(_ method: String, _ path: String, body: [UInt8], headers: [String: String]) throws {
-        for attempt in 0..<2 {
-            do {
-                try exchange(method, path, body: body, headers: headers)
-                return
-            } catch where attempt == 0 {
-                reset()
-            }
+        let status = try exchange(method, path, body: body, headers: headers).status
+        // 201/202 published, 200/404 deleted or already gone.
+        guard (200..<300).contains(status) || (method == "DELETE" && status == 404) else {
+            throw Failure(description: "nchan answered \(status) to \(method) \(path)")
         }
     }
 
-    private func exchange(_ method: String, _ path: String, body: [UInt8], headers: [String: String]) throws {
+    /// How many streams listen on a channel now (0 when nchan has no such channel).
+    func subscribers(of channel: String) throws -> Int {
+        let (status, body) = try exchange("GET", "/_publish/" + channel, body: [], headers: ["Accept": "text/json"])
+        if status == 404 { return 0 }
+        guard status == 200, let count = (try? JSON(parsing: body))?["subscribers"]?.intValue, count >= 0 else {
+            throw Failure(description: "nchan answered \(status) to GET /_publish/\(channel)")
+        }
+        return Int(count)
+    }
+
+    private func exchange(_ method: String, _ path: String, body: [UInt8], headers: [String: String]) throws -> (status: Int, body: [UInt8]) {
+        do {
+            return try exchangeOnce(method, path, body: body, headers: headers)
+        } catch {
+            reset()  // nginx closed the kept-alive connection (reload, timeout): once more on a new one
+            return try exchangeOnce(method, path, body: body, headers: headers)
+        }
+    }
+
+    private func exchangeOnce(_ method: String, _ path: String, body: [UInt8], headers: [String: String]) throws -> (status: Int, body: [UInt8]) {
         if fd < 0 { try open() }
         var head = "\(method) \(path) HTTP/1.1\r\nHost: tideway-events\r\nContent-Length: \(body.count)\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         let request = Array((head + "\r\n").utf8) + body
         try writeAll(request)
-        let status = try readResponse()
-        // 201/202 published, 200/404 deleted or already gone.
-        guard (200..<300).contains(status) || (method == "DELETE" && status == 404) else {
-            throw Failure(description: "nchan answered \(status) to \(method) \(path)")
-        }
+        return try readResponse()
     }
 
     private func open() throws {
@@ -82,7 +94,7 @@ final class NchanClient {
     }
 
     /// Reads the status line, the headers and a Content-Length body (nchan's answers are small).
-    private func readResponse() throws -> Int {
+    private func readResponse() throws -> (status: Int, body: [UInt8]) {
         var buffer: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
         func fill() throws {
@@ -108,7 +120,8 @@ final class NchanClient {
             return Int(parts[1].trimmingCharacters(in: .whitespaces))
         }.first ?? 0
         while buffer.count < headEnd! + 4 + length { try fill() }
+        let body = Array(buffer[(headEnd! + 4)..<(headEnd! + 4 + length)])
         if lines.contains(where: { $0.lowercased().hasPrefix("connection: close") }) { reset() }
-        return status
+        return (status, body)
     }
 }

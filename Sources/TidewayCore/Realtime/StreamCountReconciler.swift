@@ -1,0 +1,81 @@
+import Database
+import Foundation
+
+/// Keeps the stream counts behind presence true to what nginx holds. nchan reports each
+/// stream's start and end to a worker (EventRoutes), and nginx drops such a report without a
+/// word when no worker accepts it: 10,000 streams closing at once overflow the accept queues.
+/// Every `interval` seconds, and at once on `NOTIFY tideway_streams_check`, this asks nginx
+/// how many streams each login counted as streaming (or counted lately) really holds, and
+/// sets the counts (migration 0052). Runs in `tideway events`, beside the publisher.
+/// Unchecked Sendable: after `start()` only its own thread touches it.
+final class StreamCountReconciler: @unchecked Sendable {
+    static let checkChannel = "tideway_streams_check"
+    let conninfo: String
+    let nchan: NchanClient
+    let interval: Double
+
+    init(conninfo: String, publishSocket: String, interval: Double) {
+        self.conninfo = conninfo
+        self.nchan = NchanClient(socketPath: publishSocket)
+        self.interval = interval
+    }
+
+    /// On a thread of its own (its own connections), so that a round over thousands of
+    /// logins never delays an event.
+    func start() {
+        let thread = Thread { self.run() }
+        thread.name = "stream-counts"
+        thread.start()
+    }
+
+    private func run() -> Never {
+        var connection: Connection?
+        while true {
+            do {
+                if connection == nil {
+                    let fresh = try Connection(conninfo: conninfo)
+                    try fresh.execute("listen tideway_streams_check")
+                    connection = fresh
+                }
+                try reconcile(connection!)
+                try waitForNextRound(connection!)
+            } catch {
+                Log.warning("stream counts: \(error); retrying")
+                connection = nil
+                sleep(5)
+            }
+        }
+    }
+
+    /// One round; returns how many logins' counts were wrong.
+    @discardableResult
+    func reconcile(_ connection: Connection) throws -> Int {
+        let rows = try connection.execute("select login_id, counted_from from app.event_streams_to_check()").rows
+        guard let countedFrom = rows.first?.string("counted_from") else { return 0 }
+        var logins: [String] = [], counts: [String] = []
+        for row in rows {
+            guard let login = row.string("login_id") else { continue }
+            logins.append(login)
+            counts.append(String(try nchan.subscribers(of: EventChannels.login(login))))
+        }
+        let wrong = try connection.execute("""
+            select app.reconcile_event_streams(\(logins)::uuid[], \(counts)::int[], \(countedFrom)::timestamptz) as wrong
+            """).first?.int("wrong") ?? 0
+        if wrong > 0 { Log.info("stream counts: \(wrong) of \(rows.count) logins' counts corrected from nginx's") }
+        return wrong
+    }
+
+    /// Until `interval` has passed or someone asks for a round now.
+    private func waitForNextRound(_ connection: Connection) throws {
+        let deadline = Date().addingTimeInterval(interval)
+        var descriptor = pollfd(fd: connection.socket, events: Int16(POLLIN), revents: 0)
+        while deadline.timeIntervalSinceNow > 0 {
+            let milliseconds = Int32(min(deadline.timeIntervalSinceNow, 60) * 1000) + 1
+            if poll(&descriptor, 1, milliseconds) < 0 && errno != EINTR {
+                throw DatabaseError(kind: .unavailable, detail: "poll failed")
+            }
+            if !(try connection.notifications()).isEmpty { return }
+            if !connection.isHealthy { throw DatabaseError(kind: .unavailable, detail: "connection lost") }
+        }
+    }
+}
