@@ -18,6 +18,9 @@ public final class EventPublisher {
 
     /// Runs until killed; reconnects to PostgreSQL and nginx after either restarts.
     public func run() -> Never {
+        // nginx closes kept-alive publisher connections (after 1,000 requests, or a reload):
+        // a write to one must fail with EPIPE and be retried, not end the process.
+        signal(SIGPIPE, SIG_IGN)
         streamCounts.start()
         while true {
             do {
