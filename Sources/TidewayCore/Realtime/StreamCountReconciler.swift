@@ -9,7 +9,6 @@ import Foundation
 /// sets the counts (migration 0052). Runs in `tideway events`, beside the publisher.
 /// Unchecked Sendable: after `start()` only its own thread touches it.
 final class StreamCountReconciler: @unchecked Sendable {
-    static let checkChannel = "tideway_streams_check"
     let conninfo: String
     let nchan: NchanClient
     let interval: Double
