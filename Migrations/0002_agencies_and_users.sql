@@ -1,15 +1,18 @@
 -- The grammar of partition strings, in one place: the kind of a partition, or null when
--- it is not one (`agency=`, `agency= x`, `user=A…`, `foo`). Agency keys are 1–64 ASCII
--- letters, digits, spaces, `.`, `_` or `-`, neither starting nor ending with a space;
--- user partitions name a user's id as PostgreSQL prints it; conversation ids are 1–64
--- ASCII letters, digits, `_` or `-`. Swift's `Partition` parses the same grammar, and
--- PartitionGrammarTests holds both to one table of tricky strings. Immutable, and used by
--- the agency key's check below, so it is schema (Migrations/README.md): a change to it
--- is a new ordered migration.
+-- it is not one (`agency=`, `agency= x`, `user=A…`, `foo`). Agency keys are 1–64 letters,
+-- digits, spaces, `.`, `_` or `-`, neither starting nor ending with a space; a letter is
+-- one of the Latin script, precomposed (A–Z, a–z, U+00C0–U+024F but × and ÷, U+1E00–
+-- U+1EFF: `Parque Nacional Galápagos`), a digit is 0–9. Explicit code points, not
+-- [:alpha:], so that no database locale changes the answer and Swift's `Partition` can
+-- say exactly the same: PartitionGrammarTests holds both to one table of tricky strings.
+-- User partitions name a user's id as PostgreSQL prints it; conversation ids are 1–64
+-- ASCII letters, digits, `_` or `-`. Immutable, and used by the agency key's check below,
+-- so it is schema (Migrations/README.md): a change to it is a new ordered migration.
 create function app.partition_kind(p text) returns text
 language sql immutable parallel safe as $$
     select case
-        when p ~ '^agency=[A-Za-z0-9._-]([A-Za-z0-9 ._-]{0,62}[A-Za-z0-9._-])?$' then 'agency'
+        when p ~ '^agency=[A-Za-z0-9 ._\u00C0-\u00D6\u00D8-\u00F6\u00F8-\u024F\u1E00-\u1EFF-]{1,64}$'
+         and p !~ '^agency= | $' then 'agency'
         when p ~ '^user=[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' then 'user'
         when p = 'all-users=all-the-users' then 'all-users'
         when p ~ '^conversation=[A-Za-z0-9_-]{1,64}$' then 'conversation'

@@ -9,8 +9,8 @@
 -- the INSERT/UPDATE itself), which stays locked until commit, so only one transaction at
 -- a time changes a partition's summary rows: no lost updates, no deadlocks between them.
 --
--- The rows' definitions are the *_computed views below (the same sums, straight from the
--- reports, in repeatable/0051); the tests compare the two.
+-- The rows' definitions are the *_computed views of repeatable/0051 (the same sums,
+-- straight from the reports); the tests compare the two.
 
 -- Per agency, day and safety level: the counts of the agency charts.
 create table app.boarding_days (

@@ -1,4 +1,4 @@
-
+-- Who reads and writes agencies and users (the tables: 0002_agencies_and_users.sql).
 
 -- Every signed-in user may read agencies (names for pickers); only global admins write.
 drop policy if exists agencies_read on app.agencies;

@@ -1,5 +1,6 @@
--- No grants to the worker: these tables are reached only through the functions below,
--- which run as the owner and do one narrow thing each.
+-- Sign-in, tokens and logins (the tables: 0003_auth.sql). The worker has no grants on
+-- those tables: it reaches them only through the functions below, which run as the owner
+-- and do one narrow thing each.
 
 -- Checks a token and sets the caller's claims for this transaction. This is the first
 -- statement of every authenticated request. Fails with 28000 when the token is unknown,

@@ -1,3 +1,6 @@
+-- Partitions, clocks and the rules of the synced collections (the tables and
+-- app.collections: 0004_sync_documents.sql).
+
 -- Membership checks run as the owner: the policy of conversation_members refers to its
 -- own table, and a SECURITY DEFINER function keeps that from recursing.
 create or replace function app.is_member(conversation text) returns boolean

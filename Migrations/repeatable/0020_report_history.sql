@@ -1,3 +1,5 @@
+-- Report history, server effect 7 (the table and what an entry keeps: 0020_report_history.sql).
+
 -- Read with the report's partition (app.readable_agency_partitions, repeatable/0004).
 drop policy if exists read on app.report_history;
 create policy read on app.report_history for select using (partition = any ((select app.readable_agency_partitions())::text[]));

@@ -1,3 +1,5 @@
+-- Photos in the blob store and the job queue (the tables: 0021_photo_blobs_and_jobs.sql).
+
 -- Read and written with the photo's partition.
 drop policy if exists read on app.photo_blobs;
 create policy read on app.photo_blobs for select using (partition = any ((select app.readable_agency_partitions())::text[]));

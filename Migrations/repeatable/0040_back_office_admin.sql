@@ -1,3 +1,4 @@
+-- Back office administration, issue 7 (the tables: 0040_back_office_admin.sql).
 
 drop policy if exists audit_insert on app.audit_log;
 create policy audit_insert on app.audit_log for insert with check (actor = app.uid());

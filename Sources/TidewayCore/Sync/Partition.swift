@@ -24,11 +24,11 @@ public struct Partition: Sendable, Hashable, CustomStringConvertible {
         guard !value.isEmpty, !value.utf8.contains(0x3D) else { return nil }
         switch key {
         case "agency":
-            // Agency keys: 1–64 ASCII letters, digits, spaces, `.`, `_` or `-`, neither
-            // starting nor ending with a space.
-            let bytes = value.utf8
-            guard bytes.count <= 64, bytes.first != 0x20, bytes.last != 0x20,
-                  bytes.allSatisfy({ Self.isKeyByte($0, extra: " ._-") })
+            // Agency keys: 1–64 Latin letters (precomposed), digits 0–9, spaces, `.`, `_` or
+            // `-`, neither starting nor ending with a space (app.partition_kind says why).
+            let scalars = value.unicodeScalars
+            guard scalars.count <= 64, scalars.first != " ", scalars.last != " ",
+                  scalars.allSatisfy({ Self.isKeyScalar($0.value, extra: " ._-") || Self.isLatinLetter($0.value) })
             else { return nil }
             kind = .agency
         case "user":
@@ -39,7 +39,8 @@ public struct Partition: Sendable, Hashable, CustomStringConvertible {
             kind = .allUsers
         case "conversation":
             // Conversation ids: 1–64 ASCII letters, digits, `_` or `-`.
-            guard value.utf8.count <= 64, value.utf8.allSatisfy({ Self.isKeyByte($0, extra: "_-") }) else { return nil }
+            guard value.unicodeScalars.count <= 64, value.unicodeScalars.allSatisfy({ Self.isKeyScalar($0.value, extra: "_-") })
+            else { return nil }
             kind = .conversation
         default:
             return nil
@@ -47,9 +48,15 @@ public struct Partition: Sendable, Hashable, CustomStringConvertible {
         self.value = value
     }
 
-    private static func isKeyByte(_ b: UInt8, extra: StaticString) -> Bool {
-        (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
-            || UnsafeBufferPointer(start: extra.utf8Start, count: extra.utf8CodeUnitCount).contains(b)
+    /// ASCII letters and digits, and the ASCII characters of `extra`.
+    private static func isKeyScalar(_ v: UInt32, extra: StaticString) -> Bool {
+        (v >= 0x30 && v <= 0x39) || (v >= 0x41 && v <= 0x5A) || (v >= 0x61 && v <= 0x7A)
+            || (v < 0x80 && UnsafeBufferPointer(start: extra.utf8Start, count: extra.utf8CodeUnitCount).contains(UInt8(v)))
+    }
+
+    /// The precomposed Latin letters beyond ASCII: U+00C0–U+024F but × and ÷, U+1E00–U+1EFF.
+    private static func isLatinLetter(_ v: UInt32) -> Bool {
+        (v >= 0xC0 && v <= 0x24F && v != 0xD7 && v != 0xF7) || (v >= 0x1E00 && v <= 0x1EFF)
     }
 
     public static func agency(_ key: String) -> String { "agency=\(key)" }
