@@ -31,8 +31,15 @@ public struct Migrator {
                 name text primary key, sha256 text not null, applied_at timestamptz not null default now())
             """)
         let done = Set(try connection.execute("select name from public.tideway_migrations").rows.compactMap { $0["name"] })
+        let ordered = try files(in: directory)
+        // Ordered files are never removed, except once: issue 21 folded the history into a
+        // new baseline. A database built before it names files that are gone.
+        if let gone = done.subtracting(ordered).sorted().first {
+            throw MigrationError(file: gone, detail: "this database was built by migrations that are no longer in "
+                                 + "\(directory) (the baseline was rewritten): recreate it (`make clean`, or drop the database)")
+        }
         var applied: [String] = []
-        for file in try files(in: directory) where !done.contains(file) {
+        for file in ordered where !done.contains(file) {
             let text = try String(contentsOfFile: directory + "/" + file, encoding: .utf8)
             try inTransaction(file) {
                 try run(text)
