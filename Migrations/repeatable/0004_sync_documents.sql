@@ -54,7 +54,7 @@ begin
 end
 $do$;
 
--- Takes the partition's clock for this transaction (see the top of this file) and
+-- Takes the partition's clock for this transaction (see the top of 0004_sync_documents.sql) and
 -- announces the change once the transaction commits (NOTIFY is delivered at commit).
 create or replace function app.tick(p text) returns bigint
 language plpgsql security definer set search_path = app, pg_temp as $$

@@ -4,7 +4,7 @@ drop policy if exists audit_insert on app.audit_log;
 create policy audit_insert on app.audit_log for insert with check (actor = app.uid());
 drop policy if exists audit_read on app.audit_log;
 create policy audit_read on app.audit_log for select using (app.is_global_admin());
--- No grants: reached only through the functions below.
+-- app.account_links has no grants (0040): it is reached only through the functions below.
 
 -- True when the caller may manage this user (the same rule as the users_update policy,
 -- for functions that run as the owner and so are not held to it).
