@@ -2,7 +2,7 @@
 -- so what it creates is owned by the owner role.
 -- Roles. The owner owns every table and the few SECURITY DEFINER functions that must
 -- see across rules (signing in, token checks). The worker logs in, owns nothing, has no
--- BYPASSRLS, and reaches rows only through the policies below.
+-- BYPASSRLS, and reaches rows only through the policies (Migrations/repeatable/).
 do $$
 begin
     if not exists (select from pg_roles where rolname = 'tideway_owner') then

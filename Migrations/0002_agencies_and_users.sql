@@ -1,7 +1,27 @@
+-- The grammar of partition strings, in one place: the kind of a partition, or null when
+-- it is not one (`agency=`, `agency= x`, `user=A…`, `foo`). Agency keys are 1–64 letters,
+-- digits, spaces, `.`, `_` or `-`, neither starting nor ending with a space; a letter is
+-- one of the Latin script, precomposed (A–Z, a–z, U+00C0–U+024F but × and ÷, U+1E00–
+-- U+1EFF: `Parque Nacional Galápagos`), a digit is 0–9. Explicit code points, not
+-- [:alpha:], so that no database locale changes the answer and Swift's `Partition` can
+-- say exactly the same: PartitionGrammarTests holds both to one table of tricky strings.
+-- User partitions name a user's id as PostgreSQL prints it; conversation ids are 1–64
+-- ASCII letters, digits, `_` or `-`. Immutable, and used by the agency key's check below,
+-- so it is schema (Migrations/README.md): a change to it is a new ordered migration.
+create function app.partition_kind(p text) returns text
+language sql immutable parallel safe as $$
+    select case
+        when p ~ '^agency=[A-Za-z0-9 ._\u00C0-\u00D6\u00D8-\u00F6\u00F8-\u024F\u1E00-\u1EFF-]{1,64}$'
+         and p !~ '^agency= | $' then 'agency'
+        when p ~ '^user=[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' then 'user'
+        when p = 'all-users=all-the-users' then 'all-users'
+        when p ~ '^conversation=[A-Za-z0-9_-]{1,64}$' then 'conversation'
+    end
+$$;
+
 create table app.agencies (
     -- The immutable partition key (`agency=<key>`); `name` is what people see.
-    key text primary key
-        check (length(key) between 1 and 64 and key !~ '[=/\\[:cntrl:]]' and key = btrim(key)),
+    key text primary key check (app.partition_kind('agency=' || key) = 'agency'),
     name text not null check (length(name) between 1 and 200),
     description text not null default '',
     email text not null default '',
@@ -22,6 +42,8 @@ create table app.users (
     password_hash text,
     created_at timestamptz not null default now(),
     last_login_at timestamptz,
+    -- When the user last synced or held an event stream (presence, 0013).
+    last_active_at timestamptz,
     -- Officers and agency admins belong to an agency; a global admin or a chat-only
     -- officer may have none.
     check (role <> 'agencyAdmin' or agency is not null)
@@ -36,33 +58,3 @@ alter table app.users force row level security;
 
 grant select, insert, update on app.agencies to tideway_worker;
 grant select, insert, update on app.users to tideway_worker;
-
--- Every signed-in user may read agencies (names for pickers); only global admins write.
-create policy agencies_read on app.agencies for select using (app.uid() is not null);
-create policy agencies_insert on app.agencies for insert with check (app.is_global_admin());
-create policy agencies_update on app.agencies for update using (app.is_global_admin()) with check (app.is_global_admin());
-
--- A user sees their own row; agency admins their agency's users; global admins everyone.
-create policy users_read on app.users for select using (
-    id = app.uid() or app.is_global_admin() or (app.role() = 'agencyAdmin' and agency = app.agency()));
--- Agency admins manage their own agency's officers and admins, never global admins.
-create policy users_insert on app.users for insert with check (
-    app.is_global_admin() or (app.role() = 'agencyAdmin' and agency = app.agency() and role <> 'globalAdmin'));
-create policy users_update on app.users for update
-    using (id = app.uid() or app.is_global_admin() or (app.role() = 'agencyAdmin' and agency = app.agency() and role <> 'globalAdmin'))
-    with check (id = app.uid() or app.is_global_admin() or (app.role() = 'agencyAdmin' and agency = app.agency() and role <> 'globalAdmin'));
-
--- Nobody changes their own role or agency; the policies alone cannot compare old and new.
-create function app.users_guard() returns trigger language plpgsql as $$
-begin
-    if new.id = app.uid() and (new.role is distinct from old.role or new.agency is distinct from old.agency) then
-        raise exception 'nobody edits their own role or agency' using errcode = '42501';
-    end if;
-    if new.email is distinct from old.email and new.id <> app.uid() and not app.is_global_admin()
-       and app.role() <> 'agencyAdmin' then
-        raise exception 'email change not allowed' using errcode = '42501';
-    end if;
-    return new;
-end
-$$;
-create trigger users_guard before update on app.users for each row execute function app.users_guard();

@@ -47,11 +47,13 @@ language sql immutable parallel safe as $$
       from app.elements(doc #> '{inspection,summary,violations}') v
 $$;
 
--- domain.md: a violation is a finding whose disposition is Warning or Citation.
-create function app.report_violation_count(doc jsonb) returns integer
+-- domain.md: a violation is a finding whose disposition is Warning or Citation; `kind`
+-- counts only one of the two (null: both). The dashboards' columns (0050) count by kind.
+create function app.report_violation_count(doc jsonb, kind text) returns integer
 language sql immutable parallel safe as $$
     select count(*)::integer from app.elements(doc #> '{inspection,summary,violations}') v
      where v ->> 'disposition' in ('Warning', 'Citation')
+       and (kind is null or v ->> 'disposition' = kind)
 $$;
 
 alter table sync.reports
@@ -64,7 +66,7 @@ alter table sync.reports
     -- Red 3, Amber 2, Green 1, none 0: sorting by it puts the worst first.
     add column safety_rank smallint generated always as (
         case doc #>> '{inspection,summary,safetyLevel,level}' when 'Red' then 3 when 'Amber' then 2 when 'Green' then 1 else 0 end) stored,
-    add column violation_count integer generated always as (coalesce(app.report_violation_count(doc), 0)) stored,
+    add column violation_count integer generated always as (coalesce(app.report_violation_count(doc, null), 0)) stored,
     add column nationality_key text generated always as (coalesce(app.fold(doc #>> '{vessel,nationality}'), '')) stored,
     add column species text[] generated always as (coalesce(app.report_species(doc), '{}')) stored,
     add column dispositions text[] generated always as (coalesce(app.report_dispositions(doc), '{}')) stored,

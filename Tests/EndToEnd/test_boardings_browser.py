@@ -6,9 +6,8 @@ import uuid
 
 import pytest
 from selenium import webdriver
-from selenium.common.exceptions import NoAlertPresentException
+from selenium.common.exceptions import NoAlertPresentException, WebDriverException
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from boardings_support import history_exists, insert_report, report_doc, screenshot_dir, stored
@@ -32,7 +31,17 @@ def click_and_wait(driver, element):
     (a click does not wait for the navigation it starts, and a re-rendered form keeps its URL)."""
     page = driver.find_element(By.TAG_NAME, "html")
     element.click()
-    WebDriverWait(driver, 20).until(expected_conditions.staleness_of(page))
+
+    def replaced(_):
+        # Chromium reports a node of the page that went as "does not belong to the
+        # document" (a WebDriverException) as often as a stale element.
+        try:
+            page.is_enabled()
+            return False
+        except WebDriverException:
+            return True
+
+    WebDriverWait(driver, 20).until(replaced)
     # ...and until the next page has loaded, so that what is found next belongs to it.
     WebDriverWait(driver, 20).until(lambda d: d.execute_script("return document.readyState") == "complete")
 

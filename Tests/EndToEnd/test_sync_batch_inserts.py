@@ -1,5 +1,5 @@
 """New documents of a push are written by one statement per collection
-(app.insert_documents, Migrations/0016) and must answer exactly as one app.apply_change
+(app.insert_documents, Migrations/repeatable/0005_write_path.sql) and must answer exactly as one app.apply_change
 per change would: versions, rejections of ids taken elsewhere, later changes of the same
 documents in the same batch, history, retries, and — when a rule refuses the statement —
 every change one by one with its own result."""

@@ -1,18 +1,13 @@
 /// A partition string `key=value` of the protocol, parsed. Anything that is not one of
-/// the four kinds is nil, and the caller answers `invalid`.
+/// the four kinds is nil, and the caller answers `invalid`. The grammar is the database's
+/// `app.partition_kind` (Migrations/0002): PartitionGrammarTests holds the two to one
+/// table of tricky strings.
 public struct Partition: Sendable, Hashable, CustomStringConvertible {
     public enum Kind: String, Sendable, CaseIterable {
         case agency, user, allUsers = "all-users", conversation
 
         /// The collections whose documents live in partitions of this kind.
-        public var collections: [SyncCollection] {
-            switch self {
-            case .agency: [.reports, .photos, .dutyChanges, .menuData, .mpas]
-            case .user: [.users]
-            case .allUsers: [.chatsters]
-            case .conversation: [.chatMessages]
-            }
-        }
+        public var collections: [SyncCollection] { SyncCollection.allCases.filter { $0.partitionKind == self } }
     }
 
     public let kind: Kind
@@ -20,15 +15,20 @@ public struct Partition: Sendable, Hashable, CustomStringConvertible {
     public var description: String { "\(kind.rawValue)=\(value)" }
 
     public init?(_ text: String) {
-        guard let eq = text.firstIndex(of: "=") else { return nil }
-        let key = String(text[..<eq])
-        let value = String(text[text.index(after: eq)...])
-        guard !value.isEmpty, !value.contains("=") else { return nil }
+        // Split on the bytes: a `=` followed by a combining mark is still the separator
+        // there, as it is for the database's regular expressions.
+        let utf8 = text.utf8
+        guard let eq = utf8.firstIndex(of: 0x3D) else { return nil }
+        let key = String(Substring(utf8[..<eq]))
+        let value = String(Substring(utf8[utf8.index(after: eq)...]))
+        guard !value.isEmpty, !value.utf8.contains(0x3D) else { return nil }
         switch key {
         case "agency":
-            // Agency keys: letters, digits, space, `.`, `_`, `-`; 1–64 characters.
-            guard value.count <= 64, value.trimmingCharacters(in: .whitespaces) == value,
-                  value.allSatisfy({ $0.isLetter || $0.isNumber || " ._-".contains($0) })
+            // Agency keys: 1–64 Latin letters (precomposed), digits 0–9, spaces, `.`, `_` or
+            // `-`, neither starting nor ending with a space (app.partition_kind says why).
+            let scalars = value.unicodeScalars
+            guard scalars.count <= 64, scalars.first != " ", scalars.last != " ",
+                  scalars.allSatisfy({ Self.isKeyScalar($0.value, extra: " ._-") || Self.isLatinLetter($0.value) })
             else { return nil }
             kind = .agency
         case "user":
@@ -38,7 +38,8 @@ public struct Partition: Sendable, Hashable, CustomStringConvertible {
             guard value == "all-the-users" else { return nil }
             kind = .allUsers
         case "conversation":
-            guard value.count <= 64, value.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") })
+            // Conversation ids: 1–64 ASCII letters, digits, `_` or `-`.
+            guard value.unicodeScalars.count <= 64, value.unicodeScalars.allSatisfy({ Self.isKeyScalar($0.value, extra: "_-") })
             else { return nil }
             kind = .conversation
         default:
@@ -47,11 +48,24 @@ public struct Partition: Sendable, Hashable, CustomStringConvertible {
         self.value = value
     }
 
+    /// ASCII letters and digits, and the ASCII characters of `extra`.
+    private static func isKeyScalar(_ v: UInt32, extra: StaticString) -> Bool {
+        (v >= 0x30 && v <= 0x39) || (v >= 0x41 && v <= 0x5A) || (v >= 0x61 && v <= 0x7A)
+            || (v < 0x80 && UnsafeBufferPointer(start: extra.utf8Start, count: extra.utf8CodeUnitCount).contains(UInt8(v)))
+    }
+
+    /// The precomposed Latin letters beyond ASCII: U+00C0–U+024F but × and ÷, U+1E00–U+1EFF.
+    private static func isLatinLetter(_ v: UInt32) -> Bool {
+        (v >= 0xC0 && v <= 0x24F && v != 0xD7 && v != 0xF7) || (v >= 0x1E00 && v <= 0x1EFF)
+    }
+
     public static func agency(_ key: String) -> String { "agency=\(key)" }
     public static func user(_ id: String) -> String { "user=\(id)" }
 }
 
-/// The collections of the protocol and the table each lives in.
+/// The collections of the protocol, the table each lives in and the kind of partition its
+/// documents live in: the database's `app.collections` (Migrations/0004), from which the
+/// per-table SQL is written. CollectionCatalogTests holds the two to the same rows.
 public enum SyncCollection: String, Sendable, CaseIterable {
     case reports, photos, dutyChanges, menuData, mpas, users, chatsters, chatMessages
 

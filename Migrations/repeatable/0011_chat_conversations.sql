@@ -8,9 +8,9 @@
 -- single-row updates of the member's row, so neither can lose the other. The rendered
 -- documents are rewritten under a lock on each affected user's document, taken in id order
 -- first, so that two transactions never render one user's document from stale counts.
-alter table app.conversation_members add column unread int not null default 0 check (unread >= 0);
 
-create function app.render_conversations(member uuid) returns jsonb
+-- A member's conversations as their `users` document shows them.
+create or replace function app.render_conversations(member uuid) returns jsonb
 language sql stable security definer set search_path = app, pg_temp as $$
     select coalesce(jsonb_agg(jsonb_build_object(
                'id', c.id, 'displayName', c.display_name, 'unreadCount', m.unread,
@@ -25,13 +25,13 @@ language sql stable security definer set search_path = app, pg_temp as $$
 $$;
 
 -- Locks the documents of these users (id order: no deadlocks between two such lockers).
-create function app.lock_user_documents(members uuid[]) returns void
+create or replace function app.lock_user_documents(members uuid[]) returns void
 language sql security definer set search_path = app, pg_temp as $$
     select null from sync.users where id = any(select unnest(members)::text) order by id for update
 $$;
 
 -- Rewrites each user's rendered conversations (their lock already held).
-create function app.render_user_documents(members uuid[]) returns void
+create or replace function app.render_user_documents(members uuid[]) returns void
 language plpgsql security definer set search_path = app, pg_temp as $$
 begin
     update sync.users d
@@ -42,13 +42,13 @@ begin
 end
 $$;
 
-create function app.conversation_member_ids(conversation text) returns uuid[]
+create or replace function app.conversation_member_ids(conversation text) returns uuid[]
 language sql stable security definer set search_path = app, pg_temp as $$
     select coalesce(array_agg(user_id order by user_id), '{}') from app.conversation_members where conversation_id = conversation
 $$;
 
 -- Members named by userId or userName (email); the names that match nobody come back too.
-create function app.resolve_members(refs jsonb, out known uuid[], out unknown text[])
+create or replace function app.resolve_members(refs jsonb, out known uuid[], out unknown text[])
 language plpgsql stable security definer set search_path = app, pg_temp as $$
 declare
     ref jsonb;
@@ -73,7 +73,7 @@ begin
 end
 $$;
 
-create function app.require_member(conversation text) returns void
+create or replace function app.require_member(conversation text) returns void
 language plpgsql stable security definer set search_path = app, pg_temp as $$
 begin
     if not app.is_member(conversation) then
@@ -85,7 +85,7 @@ $$;
 -- One intent of a user on their conversations: {"intent": "create"|"rename"|"addMembers"|
 -- "leave"|"resetUnread", "id", "displayName"?, "members"?}. Refusals raise TW403/TW422 and
 -- roll back to the write path's savepoint: the change is rejected, nothing is written.
-create function app.apply_conversation_intent(intent jsonb) returns void
+create or replace function app.apply_conversation_intent(intent jsonb) returns void
 language plpgsql security definer set search_path = app, pg_temp as $$
 declare
     conv text := intent->>'id';
@@ -157,7 +157,7 @@ $$;
 -- A new message counts as unread for every member but its author (effect 4); edits and
 -- deletes change no counts.
 -- The user document with one conversation's unread count set (unchanged if not listed).
-create function app.with_unread(user_doc jsonb, conversation text, unread int) returns jsonb
+create or replace function app.with_unread(user_doc jsonb, conversation text, unread int) returns jsonb
 language sql immutable as $$
     select coalesce(
         (select jsonb_set(user_doc, array['conversations', (e.n - 1)::text, 'unreadCount'], to_jsonb(unread))
@@ -166,7 +166,7 @@ language sql immutable as $$
         user_doc)
 $$;
 
-create function app.chat_message_after_insert() returns trigger
+create or replace function app.chat_message_after_insert() returns trigger
 language plpgsql security definer set search_path = app, pg_temp as $$
 declare
     conv text := substr(new.partition, 14);
@@ -188,7 +188,7 @@ begin
     return null;
 end
 $$;
-create trigger chat_message_after_insert after insert on sync.chat_messages
+create or replace trigger chat_message_after_insert after insert on sync.chat_messages
     for each row execute function app.chat_message_after_insert();
 
--- app.apply_change runs the intents of a users-document write inside its savepoint (0015).
+-- app.apply_change (repeatable/0005) runs the intents of a users-document write inside its savepoint.

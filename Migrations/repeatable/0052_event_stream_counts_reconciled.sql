@@ -7,7 +7,7 @@
 -- The logins to ask about: those counted as streaming, and those whose count moved lately
 -- (a lost start hook). `counted_from` is the moment the question is asked: a hook that
 -- commits later may know better than the answer, so its row is left alone.
-create function app.event_streams_to_check()
+create or replace function app.event_streams_to_check()
 returns table (login_id uuid, open int, counted_from timestamptz)
 language sql stable security definer set search_path = app, pg_temp as $$
     select s.login_id, s.open, now() from app.event_streams s
@@ -19,7 +19,7 @@ $$;
 -- and by how many streams in all (the starts and ends whose reports were lost). A count that
 -- was right is only touched once an hour, so that a stream held for days is not taken
 -- as dead by the sweep (which trusts counts updated within a day).
-create function app.reconcile_event_streams(logins uuid[], counts int[], counted_from timestamptz)
+create or replace function app.reconcile_event_streams(logins uuid[], counts int[], counted_from timestamptz)
 returns table (logins_wrong int, streams_missed int)
 language plpgsql security definer set search_path = app, pg_temp as $$
 begin

@@ -2,16 +2,20 @@
 -- ask why a user can or cannot read a document.
 
 -- Agency admins see their own agency's users' push outcomes; global admins everyone's.
+drop policy if exists push_log_admin_read on app.push_log;
 create policy push_log_admin_read on app.push_log for select using (
     app.is_global_admin()
     or (app.role() = 'agencyAdmin'
         and exists (select 1 from app.users u where u.id = push_log.user_id and u.agency = app.agency())));
-create index push_log_at on app.push_log (at desc);
 
 -- Where a document lives and whether `target` may read it, with the rule that decides,
 -- in words. Only for a user the caller manages (or anyone, for a global admin), and only
 -- for documents in partitions the caller may read themselves.
-create function app.explain_access(target uuid, doc_id text)
+-- The collections' tables are searched one by one, written out from app.collections (0004).
+do $do$
+begin
+    execute replace($f$
+create or replace function app.explain_access(target uuid, doc_id text)
 returns table (collection text, partition text, deleted boolean, readable boolean, rule text)
 language plpgsql stable security definer set search_path = app, pg_temp as $$
 declare
@@ -23,14 +27,7 @@ begin
     select * into u from app.users where id = target;
     return query
     with found as (
-        select 'reports' as c, d.partition as p, d.deleted as gone from sync.reports d where d.id = doc_id
-        union all select 'photos', d.partition, d.deleted from sync.photos d where d.id = doc_id
-        union all select 'dutyChanges', d.partition, d.deleted from sync.duty_changes d where d.id = doc_id
-        union all select 'menuData', d.partition, d.deleted from sync.menu_data d where d.id = doc_id
-        union all select 'mpas', d.partition, d.deleted from sync.mpas d where d.id = doc_id
-        union all select 'users', d.partition, d.deleted from sync.users d where d.id = doc_id
-        union all select 'chatsters', d.partition, d.deleted from sync.chatsters d where d.id = doc_id
-        union all select 'chatMessages', d.partition, d.deleted from sync.chat_messages d where d.id = doc_id
+        @unions@
     ), judged as (
         select f.c, f.p, f.gone, app.partition_kind(f.p) as kind,
                case app.partition_kind(f.p)
@@ -63,3 +60,6 @@ begin
      order by j.c;
 end
 $$;
+    $f$, '@unions@', (select string_agg(format($u$select %L as c, d.partition as p, d.deleted as gone from sync.%I d where d.id = doc_id$u$, name, table_name), E'\n        union all ' order by name) from app.collections));
+end
+$do$;

@@ -2,11 +2,12 @@
 -- to date; its name and active state (and the key, which never changes) stay with global
 -- admins (0002). Row-level security decides rows, not columns, so a trigger refuses an
 -- agency admin's change to the other columns, whatever code path sends it.
+drop policy if exists agencies_update_own on app.agencies;
 create policy agencies_update_own on app.agencies for update
     using (app.role() = 'agencyAdmin' and key = app.agency())
     with check (app.role() = 'agencyAdmin' and key = app.agency());
 
-create function app.guard_agency_update() returns trigger
+create or replace function app.guard_agency_update() returns trigger
 language plpgsql as $$
 begin
     if app.role() = 'agencyAdmin' and (new.key, new.name, new.active) is distinct from (old.key, old.name, old.active) then
@@ -16,5 +17,5 @@ begin
 end
 $$;
 
-create trigger agencies_guard before update on app.agencies
+create or replace trigger agencies_guard before update on app.agencies
     for each row execute function app.guard_agency_update();

@@ -1,7 +1,7 @@
 -- The forgotten-password form mails its link (issue 7): it needs the address as stored
 -- and the person's name, which the anonymous caller cannot read. Same rules as
 -- app.issue_reset_by_email (0040): active users only, earlier live links spent.
-create function app.issue_reset_for_mail(login_email text, link_hash bytea, ttl_seconds int)
+create or replace function app.issue_reset_for_mail(login_email text, link_hash bytea, ttl_seconds int)
 returns table (user_id uuid, email text, name text)
 language plpgsql security definer set search_path = app, pg_temp as $$
 declare

@@ -1,0 +1,88 @@
+-- Photos in the blob store and the job queue (the tables: 0021_photo_blobs_and_jobs.sql).
+
+-- Read and written with the photo's partition.
+drop policy if exists read on app.photo_blobs;
+create policy read on app.photo_blobs for select using (partition = any ((select app.readable_agency_partitions())::text[]));
+drop policy if exists write_insert on app.photo_blobs;
+create policy write_insert on app.photo_blobs for insert with check (app.can_write(partition, 'photos'));
+drop policy if exists write_update on app.photo_blobs;
+create policy write_update on app.photo_blobs for update using (app.can_write(partition, 'photos'))
+    with check (app.can_write(partition, 'photos'));
+
+create or replace function app.lock_blob(sha text) returns void
+language sql as $$ select pg_advisory_xact_lock(hashtextextended('tideway-blob:' || sha, 0)) $$;
+
+-- For the sweep, which acts for no agency: whether any photo still names this content.
+create or replace function app.blob_in_use(sha text) returns boolean
+language sql stable security definer set search_path = app, pg_temp as $$
+    select exists (select 1 from app.photo_blobs where sha256 = sha)
+$$;
+drop policy if exists runner on app.jobs;
+create policy runner on app.jobs for all using (app.role() = 'jobs') with check (app.role() = 'jobs');
+
+create or replace function app.as_job_runner() returns void
+language sql as $$
+    select set_config('tideway.role', 'jobs', true), set_config('tideway.user_id', '', true),
+           set_config('tideway.agency', '', true), set_config('tideway.device', 'jobs', true)
+$$;
+
+-- The claims of one job's document work: the server acting inside the job's partition
+-- only (role 'service', the partition's agency, no user), so that row-level security
+-- still confines what the job can read and write to that partition.
+create or replace function app.job_claims(job_id bigint) returns text
+language plpgsql security definer set search_path = app, pg_temp as $$
+declare
+    p text;
+begin
+    select partition into p from app.jobs where id = job_id;
+    if p is null or app.partition_kind(p) <> 'agency' then
+        raise exception 'no such job' using errcode = 'TW404';
+    end if;
+    perform set_config('tideway.role', 'service', true), set_config('tideway.user_id', '', true),
+            set_config('tideway.agency', substr(p, 8), true), set_config('tideway.device', 'jobs', true);
+    return p;
+end
+$$;
+
+-- Enqueued in the writing transaction: a photo with inline bytes gets one pending job.
+create or replace function app.enqueue_photo_offload() returns trigger
+language plpgsql security definer set search_path = app, pg_temp as $$
+begin
+    insert into app.jobs (kind, partition, ref) values ('offload_photo', new.partition, new.id)
+        on conflict (kind, ref) where state = 'pending' do nothing;
+    perform pg_notify('tideway_jobs', 'offload_photo');
+    return null;
+end
+$$;
+create or replace trigger photo_offload after insert or update on sync.photos
+    for each row when (not new.deleted and new.doc ? 'picture')
+    execute function app.enqueue_photo_offload();
+
+-- A deleted photo no longer names its content (the sweep then removes the file if no
+-- other photo names it).
+create or replace function app.forget_photo_blob() returns trigger
+language plpgsql security definer set search_path = app, pg_temp as $$
+begin
+    delete from app.photo_blobs where photo_id = new.id;
+    return null;
+end
+$$;
+create or replace trigger photo_blob_forget after update on sync.photos
+    for each row when (new.deleted and not old.deleted)
+    execute function app.forget_photo_blob();
+
+-- Deleting a report deletes its photos (those whose referencingReportID names it, in the
+-- same partition): clients get their tombstones in the next pull, and their blobs go.
+create or replace function app.delete_report_photos() returns trigger
+language plpgsql security definer set search_path = app, pg_temp as $$
+begin
+    update sync.photos
+       set doc = null, deleted = true, seq = app.tick(partition), version = version + 1,
+           updated_at = now(), updated_by = app.uid()
+     where partition = new.partition and not deleted and doc ->> 'referencingReportID' = new.id;
+    return null;
+end
+$$;
+create or replace trigger report_photos_delete after update on sync.reports
+    for each row when (new.deleted and not old.deleted)
+    execute function app.delete_report_photos();
