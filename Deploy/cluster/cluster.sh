@@ -121,8 +121,9 @@ replica_up() {
         install -d -o postgres -m 700 "$replica"
         # -C -S: a physical replication slot, so the primary keeps the WAL the replica
         # still needs (while it is stopped, too). -R: standby.signal and primary_conninfo.
+        # -c fast: start at once instead of waiting for a spread checkpoint (minutes).
         in_ns db runuser -u postgres -- "$pg_bin/pg_basebackup" -h "$db_ip" -p 5432 -U postgres \
-            -D "$replica" -R -X stream -C -S tideway_replica >/dev/null
+            -D "$replica" -R -X stream -C -S tideway_replica -c fast >/dev/null
         printf '%s\n' "port = 5433" "hot_standby_feedback = on" | as_pg tee -a "$replica/postgresql.auto.conf" >/dev/null
     fi
     replica_running && return
