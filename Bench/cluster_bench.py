@@ -80,12 +80,38 @@ def wrk_many(targets, seconds=6):
     return total
 
 
+def cpu_by_host():
+    """CPU seconds used so far by each host's processes (those in its network namespace)."""
+    prefix = os.environ.get("CLUSTER_PREFIX", "twc")
+    hz = os.sysconf("SC_CLK_TCK")
+    used = {}
+    for host in ("db", "a", "b"):
+        pids = subprocess.run(["ip", "netns", "pids", f"{prefix}-{host}"], capture_output=True, text=True).stdout.split()
+        total = 0
+        for pid in pids:
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                total += int(fields[11]) + int(fields[12])  # utime, stime
+            except (OSError, IndexError):
+                pass
+        used[host] = total / hz
+    return used
+
+
 def compare(name, one, pair, runs=3):
     ones = [wrk_many(one) for _ in range(runs)]
+    before = cpu_by_host()
     pairs = [wrk_many(pair) for _ in range(runs)]
+    after = cpu_by_host()
     o, p = statistics.median(ones), statistics.median(pairs)
     print(f"{name}: one node {o:,.0f}/s, two nodes {p:,.0f}/s -> ratio {p / o:.2f} (x2 = the nodes scale, "
           f"x1 = something shared saturates: this machine's 2 cores or the database host)")
+    spent = {h: after[h] - before[h] for h in after}
+    total = sum(spent.values()) or 1
+    print("  CPU during the two-node runs: " + ", ".join(
+        f"{'database host' if h == 'db' else 'node ' + h} {100 * v / total:.0f}%" for h, v in spent.items())
+        + " (wrk, the client, not counted)")
 
 
 async def subscribe(context, host, token, received, ready, gate):
@@ -125,9 +151,10 @@ def subscriber_process(args):
     return len(ready), failed, received
 
 
-def fan_out(tokens, writer):
+def fan_out(tokens, writer, nodes):
+    """STREAMS streams of one partition spread over `nodes`, 5 pushes on node A."""
     events, processes, seconds = 5, 4, 80
-    plan = [(NODES["ab"[i % 2]], tokens["ab"[i % 2]][i % len(OFFICERS)]) for i in range(STREAMS)]
+    plan = [(NODES[nodes[i % len(nodes)]], tokens[nodes[i % len(nodes)]][i % len(OFFICERS)]) for i in range(STREAMS)]
     with multiprocessing.Pool(processes) as pool:
         pending = pool.map_async(subscriber_process, [(plan[p::processes], seconds) for p in range(processes)])
         time.sleep(50)  # the TLS handshakes and subscribe hooks of every stream
@@ -152,10 +179,12 @@ def fan_out(tokens, writer):
         lat += [(t - sent) * 1000 for t in arrivals if sent <= t < end]
     lat.sort()
     pct = lambda q: lat[min(len(lat) - 1, int(len(lat) * q))] if lat else float("nan")
-    print(f"event fan-out: {connected} of {STREAMS} streams connected ({failed} failed), half on each node; "
+    where = "all on node a" if nodes == "a" else "half on each node"
+    print(f"event fan-out: {connected} of {STREAMS} streams of one partition connected ({failed} failed), {where}; "
           f"{len(lat)} of {events * connected} events received")
-    print(f"  push on node A -> event on every stream (both nodes, through Redis), from the push being sent: "
+    print(f"  push on node A -> event on every stream (through Redis), from the push being sent: "
           f"p50 {pct(.5):.0f} ms, p99 {pct(.99):.0f} ms, last {lat[-1] if lat else float('nan'):.0f} ms")
+    return pct(.99)
 
 
 def main():
@@ -169,7 +198,11 @@ def main():
     compare("pushes (one new report each)",
             [(f"https://{NODES['a']}/api/v1/sync/push", push["a"])],
             [(f"https://{NODES[n]}/api/v1/sync/push", push[n]) for n in NODES])
-    fan_out(tokens, tokens["a"][2])
+    one = fan_out(tokens, tokens["a"][2], "a")
+    time.sleep(5)  # the first streams' ends reach the hooks
+    pair = fan_out(tokens, tokens["a"][2], "ab")
+    print(f"commit -> event p99, streams over two nodes vs one: ratio {pair / one:.2f} (< 1: the second node's "
+          f"nginx takes half the fan-out)")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@
 # pieces as the one-machine stack, nothing copied. With real hosts, run the same steps
 # on each host (Deploy/README.md, "Cluster").
 #
-# Settings (environment): STATE (<repo>/.state/cluster), FRONT_HTTPS_PORT (8643),
+# Settings (environment): STATE (<repo>/.state/cluster), FRONT_HTTPS_PORT (8743),
 # CLUSTER_NET (10.77.0: the first three octets of the /24), CLUSTER_PREFIX (twc: namespace
 # names twc-db, twc-a, twc-b, bridge twc-br), WORKERS (2 per node), THREADS (32).
 # Needs root (ip netns).
@@ -32,7 +32,7 @@ set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 STATE=${STATE:-$repo/.state/cluster}
-FRONT_HTTPS_PORT=${FRONT_HTTPS_PORT:-8643}
+FRONT_HTTPS_PORT=${FRONT_HTTPS_PORT:-8743}
 net=${CLUSTER_NET:-10.77.0}
 prefix=${CLUSTER_PREFIX:-twc}
 export WORKERS=${WORKERS:-2} THREADS=${THREADS:-32}
