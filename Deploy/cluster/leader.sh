@@ -4,6 +4,7 @@
 #
 #   leader.sh <conninfo> <lock name> -- <command> [args...]
 #
+# <conninfo> in key=value form (host=... dbname=...): the TCP keepalive settings are appended.
 # Waits for the session-level lock pg_advisory_lock(hashtext(<lock name>)), then runs
 # the command. The lock lives as long as the psql session holding it: when this node
 # dies (kill -9, power, network), PostgreSQL ends the session (at once for a closed

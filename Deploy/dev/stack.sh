@@ -2,7 +2,7 @@
 # The dev stack: a private PostgreSQL cluster, FastCGI workers under
 # supervise.sh, and nginx with TLS, all living in $STATE.
 #
-#   stack.sh up | down | status | pg-up | psql [psql args]
+#   stack.sh up | down | status | pg-up | migrate | tls | psql [psql args]
 #
 #   up      start what is not running yet (safe to repeat)
 #   tls     only the dev CA and the server certificate (in $TLS_DIR)

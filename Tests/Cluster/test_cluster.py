@@ -229,6 +229,34 @@ def test_stream_counts_and_presence_count_streams_on_both_nodes():
         time.sleep(0.2)
 
 
+def test_the_replica_stops_clients_see_nothing_and_it_catches_up_from_its_slot():
+    """Replication is asynchronous and nothing reads from the replica yet (Deploy/README.md):
+    with the replica stopped, pushes and pulls through the front go on without an error;
+    the slot keeps the WAL, and the restarted replica replays what it missed."""
+    cluster("replica-stop")
+    try:
+        token = login(FRONT, "gabon.officer2@demo.tideway")
+        s, client, ids = session(), uuid.uuid4().hex, []
+        for i in range(10):
+            doc_id = f"norep-{uuid.uuid4().hex}"
+            r = s.post(f"{FRONT}/api/v1/sync/push", headers={"Authorization": f"Bearer {token}"}, timeout=30,
+                       json={"clientId": client, "changes": [report(doc_id, "agency=Gabon", f"c{i}")]})
+            assert r.status_code == 200 and r.json()["results"][0]["status"] == "applied", r.text
+            p = s.post(f"{FRONT}/api/v1/sync/pull", headers={"Authorization": f"Bearer {token}"}, timeout=30,
+                       json={"partitions": {"agency=Gabon": None}, "limit": 10})
+            assert p.status_code == 200, p.text
+            ids.append(doc_id)
+        kept = sql(PRIMARY_DB, """select active, pg_current_wal_lsn() > restart_lsn from pg_replication_slots
+                                  where slot_name = 'tideway_replica'""")
+        assert kept == [(False, True)], kept
+    finally:
+        cluster("replica-start")
+    deadline = time.monotonic() + 20
+    while len(sql(REPLICA_DB, "select 1 from sync.reports where id = any(%s)", ids)) != len(ids):
+        assert time.monotonic() < deadline, "the restarted replica did not catch up within 20 s"
+        time.sleep(0.1)
+
+
 def test_node_a_dies_under_load_and_its_clients_finish_on_b():
     """Six devices push and pull, three through node A and three through node B. Node A is
     killed with -9 (nginx, workers, jobs, events) midway. A device whose request fails
