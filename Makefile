@@ -10,11 +10,11 @@ export PATH := $(if $(wildcard /opt/swift/usr/bin/swift),/opt/swift/usr/bin:)$(P
 DEBIAN_PACKAGES := nginx-light libnginx-mod-nchan libfcgi-dev libpq-dev libsodium-dev \
 	postgresql chromium chromium-driver python3-selenium python3-pytest python3-requests \
 	python3-psycopg2 python3-jsonschema python3-yaml wrk openssl curl ca-certificates pkg-config \
-	libvips-tools libcurl4-openssl-dev
+	libvips-tools libcurl4-openssl-dev redis-server
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 STACK := Deploy/dev/stack.sh
 
-.PHONY: deps build run stop status test bench clean
+.PHONY: deps build run stop status test bench clean cluster cluster-stop test-cluster
 
 # Only calls apt-get when something is missing, so it is quick and offline
 # once everything is installed.
@@ -48,7 +48,19 @@ test: deps build
 bench: build
 	Deploy/dev/bench.sh
 
-# Stops every stack under .state (dev, test, bench), then removes it all.
+# Three hosts in network namespaces (Deploy/cluster/cluster.sh): two app nodes, a
+# database host (PostgreSQL primary + streaming replica, Redis), a front nginx. Root only.
+cluster: build
+	Deploy/cluster/cluster.sh up
+
+cluster-stop:
+	Deploy/cluster/cluster.sh down
+
+test-cluster: build
+	Deploy/cluster/test.sh
+
+# Stops every stack under .state (dev, test, bench, clusters), then removes it all.
 clean:
+	for s in .state/cluster*/; do [[ ! -d $$s ]] || STATE=$$PWD/$${s%/} Deploy/cluster/cluster.sh down; done
 	for s in .state/*/; do [[ ! -d $$s ]] || STATE=$$PWD/$${s%/} $(STACK) down; done
 	rm -rf .state

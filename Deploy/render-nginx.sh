@@ -16,6 +16,8 @@
 #   STATIC_DIR    /opt/tideway/Static
 #   BLOB_ROOT     /var/lib/tideway/blobs
 #   NGINX         nginx binary whose version decides the http2 syntax
+#   NCHAN_REDIS   empty (one node: events in nginx's memory), or a Redis URL such as
+#                 redis://10.77.0.10:6379 that every node shares (Deploy/cluster)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -30,6 +32,7 @@ WORKERS=${WORKERS:-2}
 STATIC_DIR=${STATIC_DIR:-/opt/tideway/Static}
 BLOB_ROOT=${BLOB_ROOT:-/var/lib/tideway/blobs}
 NGINX=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
+NCHAN_REDIS=${NCHAN_REDIS:-}
 
 # "http2 on;" exists from nginx 1.25.1; older versions (Debian 12 has 1.22)
 # only know the "http2" flag of listen.
@@ -54,6 +57,16 @@ for addr in "${addrs[@]}"; do
     listen_http+="    listen $addr:$HTTP_PORT;"$'\n'
     listen_https+="    listen $addr:$HTTPS_PORT ssl$listen_http2;"$'\n'
 done
+redis_upstream='# events: in this nginx only (NCHAN_REDIS unset)' redis_pass='# (events in memory)'
+if [[ -n $NCHAN_REDIS ]]; then
+    # Accurate counts: the stream recount of `tideway events` asks for a channel's
+    # subscribers over every node, not a cached estimate.
+    redis_upstream="upstream tideway_redis {
+    nchan_redis_server $NCHAN_REDIS;
+    nchan_redis_accurate_subscriber_count on;
+}"
+    redis_pass='nchan_redis_pass tideway_redis;'
+fi
 port_suffix=''
 [[ $HTTPS_PORT == 443 ]] || port_suffix=":$HTTPS_PORT"
 
@@ -71,6 +84,8 @@ conf=${conf//@TLS_KEY@/$TLS_KEY}
 conf=${conf//@STATIC_DIR@/$STATIC_DIR}
 conf=${conf//@BLOB_ROOT@/$BLOB_ROOT}
 conf=${conf//@RUN_DIR@/$RUN_DIR}
+conf=${conf//@NCHAN_REDIS_UPSTREAM@/$redis_upstream}
+conf=${conf//@NCHAN_REDIS_PASS@/$redis_pass}
 
 if grep -q '@[A-Z0-9_]*@' <<<"$conf"; then
     echo "render-nginx.sh: unreplaced placeholder in the template" >&2

@@ -2,12 +2,14 @@
 # The dev stack: a private PostgreSQL cluster, FastCGI workers under
 # supervise.sh, and nginx with TLS, all living in $STATE.
 #
-#   stack.sh up | down | status | pg-up | psql [psql args]
+#   stack.sh up | down | status | pg-up | migrate | tls | psql [psql args]
 #
 #   up      start what is not running yet (safe to repeat)
+#   tls     only the dev CA and the server certificate (in $TLS_DIR)
 #   down    stop what this $STATE started: nginx, workers, PostgreSQL
 #   status  show what runs
 #   pg-up   only the cluster and the tideway database (no schema), for tests
+#   migrate tideway migrate and seed-demo on that database
 #   psql    a psql shell on the tideway database as superuser
 #
 # Settings (environment): STATE (<repo>/.state/dev), HTTPS_PORT (8443),
@@ -16,6 +18,22 @@
 # Deploy/dev/smtp_sink.py, listens there and keeps every message in
 # $STATE/mail, and the workers mail through it; test.sh sets it). TIDEWAY_SMTP_*
 # in the environment reach the workers too, for a real relay.
+#
+# Settings for a node of a cluster (Deploy/cluster/cluster.sh sets them; unset, the
+# stack is the one-machine stack above):
+#   WORKER_DATABASE  conninfo of the workers: the stack then has no PostgreSQL of its
+#                    own and does not migrate (the database host does)
+#   LISTEN_ADDRS     nginx's addresses (default 127.0.0.1 and ::1)
+#   STACK_URL        where `up` checks /healthz (https://localhost:$HTTPS_PORT)
+#   PUBLIC_URL       the workers' TIDEWAY_PUBLIC_URL ($STACK_URL)
+#   TLS_DIR          CA and server certificate ($STATE/tls); TLS_SAN adds names to the
+#                    certificate, e.g. "IP:10.77.0.11"
+#   BLOB_ROOT        photo bytes ($STATE/blobs), a folder every node reaches
+#   NCHAN_REDIS      Redis URL for nchan (Deploy/render-nginx.sh)
+#   EVENTS_LEADER    set: `tideway events` runs only while it holds the PostgreSQL
+#                    advisory lock (Deploy/cluster/leader.sh), so one node publishes
+#   PG_LISTEN, PG_TRUST_NET  (pg-up) addresses PostgreSQL listens on, and a network
+#                    whose hosts it trusts, replication included (the cluster's db host)
 #
 # Run as root, PostgreSQL runs as the `postgres` user (initdb refuses root),
 # while workers and nginx workers run as root: nginx must reach the worker
@@ -35,9 +53,12 @@ WORKER=$bin_dir/tideway-worker
 
 pg_bin=/usr/lib/postgresql/15/bin
 nginx=$(command -v nginx || echo /usr/sbin/nginx)
-run=$STATE/run logs=$STATE/log pgdata=$STATE/pg tls=$STATE/tls
+run=$STATE/run logs=$STATE/log pgdata=$STATE/pg tls=${TLS_DIR:-$STATE/tls}
 ngx_dir=$STATE/nginx
-url=https://localhost:$HTTPS_PORT
+url=${STACK_URL:-https://localhost:$HTTPS_PORT}
+public_url=${PUBLIC_URL:-$url}
+blobs=${BLOB_ROOT:-$STATE/blobs}
+WORKER_DATABASE=${WORKER_DATABASE:-}
 
 if [[ $(id -u) == 0 ]]; then
     pg_user=postgres
@@ -47,7 +68,7 @@ else
     as_pg() { "$@"; }
 fi
 admin_db="host=$run dbname=tideway user=$pg_user"
-worker_db="host=$run dbname=tideway user=tideway_worker"
+worker_db=${WORKER_DATABASE:-"host=$run dbname=tideway user=tideway_worker"}
 SMTP_SINK_PORT=${SMTP_SINK_PORT:-}
 if [[ -n $SMTP_SINK_PORT ]]; then
     # Inherited by the workers started below.
@@ -70,7 +91,7 @@ running() {
 pg_running() { [[ -d $pgdata ]] && as_pg "$pg_bin/pg_ctl" -D "$pgdata" status >/dev/null 2>&1; }
 
 make_dirs() {
-    mkdir -p "$STATE" "$run" "$logs" "$STATE/blobs" "$ngx_dir/tmp"
+    mkdir -p "$STATE" "$run" "$logs" "$blobs" "$ngx_dir/tmp"
     if [[ $(id -u) == 0 ]]; then
         # postgres puts its socket and lock file in $run and writes its log.
         chown postgres: "$run"
@@ -93,7 +114,7 @@ pg_up() {
     # Rewritten on every up so edits here reach existing clusters (at their
     # next start). Durability is tested, so fsync stays on.
     as_pg tee "$pgdata/tideway.conf" >/dev/null <<CONF
-listen_addresses = ''
+listen_addresses = '${PG_LISTEN:-}'
 unix_socket_directories = '$run'
 max_connections = 200
 shared_buffers = 256MB
@@ -103,6 +124,10 @@ full_page_writes = on
 log_min_duration_statement = 500ms
 log_line_prefix = '%m [%p] %q%u@%d '
 CONF
+    if [[ -n ${PG_TRUST_NET:-} ]] && ! grep -qF "$PG_TRUST_NET" "$pgdata/pg_hba.conf"; then
+        printf 'host all all %s trust\nhost replication all %s trust\n' "$PG_TRUST_NET" "$PG_TRUST_NET" |
+            as_pg tee -a "$pgdata/pg_hba.conf" >/dev/null
+    fi
     if pg_running; then
         say "PostgreSQL already running"
     else
@@ -146,7 +171,7 @@ make_tls() {
             -keyout "$tls/server.key" -out "$tls/server.csr" 2>/dev/null)
         openssl x509 -req -in "$tls/server.csr" -CA "$tls/ca.crt" -CAkey "$tls/ca.key" \
             -set_serial "0x$(openssl rand -hex 16)" -days 397 -out "$tls/server.crt" 2>/dev/null \
-            -extfile <(printf '%s\n' "subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1" \
+            -extfile <(printf '%s\n' "subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1${TLS_SAN:+,$TLS_SAN}" \
                 "basicConstraints=CA:FALSE" "extendedKeyUsage=serverAuth")
         rm -f "$tls/server.csr"
     fi
@@ -164,7 +189,7 @@ workers_up() {
         say "starting worker $i"
         # setsid: the supervisor outlives this script and ignores its terminal.
         TIDEWAY_SOCKET=$run/worker-$i.sock TIDEWAY_DATABASE=$worker_db TIDEWAY_THREADS=$THREADS \
-            TIDEWAY_HOME=$repo TIDEWAY_BLOB_ROOT=$STATE/blobs TIDEWAY_PUBLIC_URL=$url TIDEWAY_STATE=$STATE \
+            TIDEWAY_HOME=$repo TIDEWAY_BLOB_ROOT=$blobs TIDEWAY_PUBLIC_URL=$public_url TIDEWAY_STATE=$STATE \
             setsid "$repo/Deploy/dev/supervise.sh" "$run/worker-$i.pid" "$logs/worker-$i.log" "$WORKER" \
             </dev/null >>"$logs/worker-$i.log" 2>&1 &
         echo $! >"$run/supervise-$i.pid"
@@ -187,9 +212,11 @@ mail_sink_up() {
 events_up() {
     [[ -x $TIDEWAY ]] || return 0
     if running "$run/supervise-events.pid" "$run/events.pid"; then return; fi
-    say "starting the event publisher"
+    say "starting the event publisher${EVENTS_LEADER:+ (when it holds the leader lock)}"
+    local leader=()
+    [[ -z ${EVENTS_LEADER:-} ]] || leader=("$repo/Deploy/cluster/leader.sh" "$worker_db" tideway-events --)
     TIDEWAY_DATABASE=$worker_db TIDEWAY_EVENTS_SOCKET=$run/events-publish.sock \
-        setsid "$repo/Deploy/dev/supervise.sh" "$run/events.pid" "$logs/events.log" "$TIDEWAY" events \
+        setsid "$repo/Deploy/dev/supervise.sh" "$run/events.pid" "$logs/events.log" "${leader[@]}" "$TIDEWAY" events \
         </dev/null >>"$logs/events.log" 2>&1 &
     echo $! >"$run/supervise-events.pid"
 }
@@ -202,7 +229,7 @@ jobs_up() {
     fi
     if running "$run/supervise-jobs.pid" "$run/jobs.pid"; then return; fi
     say "starting jobs"
-    TIDEWAY_DATABASE=$worker_db TIDEWAY_HOME=$repo TIDEWAY_BLOB_ROOT=$STATE/blobs TIDEWAY_STATE=$STATE \
+    TIDEWAY_DATABASE=$worker_db TIDEWAY_HOME=$repo TIDEWAY_BLOB_ROOT=$blobs TIDEWAY_STATE=$STATE \
         setsid "$repo/Deploy/dev/supervise.sh" "$run/jobs.pid" "$logs/jobs.log" "$TIDEWAY" jobs \
         </dev/null >>"$logs/jobs.log" 2>&1 &
     echo $! >"$run/supervise-jobs.pid"
@@ -236,12 +263,15 @@ http {
 }
 CONF
     } >"$ngx_dir/nginx.conf"
-    local listen="127.0.0.1"
-    # Listen on ::1 too when the loopback has IPv6, as "localhost" may resolve to it.
-    ! grep -q ' lo$' /proc/net/if_inet6 2>/dev/null || listen+=" [::1]"
+    local listen=${LISTEN_ADDRS:-}
+    if [[ -z $listen ]]; then
+        listen="127.0.0.1"
+        # Listen on ::1 too when the loopback has IPv6, as "localhost" may resolve to it.
+        ! grep -q ' lo$' /proc/net/if_inet6 2>/dev/null || listen+=" [::1]"
+    fi
     SERVER_NAME=localhost HTTPS_PORT=$HTTPS_PORT HTTP_PORT=$HTTP_PORT LISTEN_ADDRS=$listen \
         TLS_CERT=$tls/server.crt TLS_KEY=$tls/server.key RUN_DIR=$run WORKERS=$WORKERS \
-        STATIC_DIR=$repo/Static BLOB_ROOT=$STATE/blobs NGINX=$nginx \
+        STATIC_DIR=$repo/Static BLOB_ROOT=$blobs NGINX=$nginx \
         "$repo/Deploy/render-nginx.sh" >"$ngx_dir/tideway.conf"
 }
 
@@ -282,8 +312,12 @@ wait_ready() {
 }
 
 cmd_up() {
-    pg_up
-    migrate_and_seed
+    if [[ -z $WORKER_DATABASE ]]; then
+        pg_up
+        migrate_and_seed
+    else
+        make_dirs
+    fi
     make_tls
     mail_sink_up
     workers_up
@@ -373,6 +407,8 @@ case ${1:-} in
     down) cmd_down ;;
     status) cmd_status ;;
     pg-up) pg_up ;;
+    migrate) migrate_and_seed ;;
+    tls) make_tls ;;
     psql) shift; psql_super tideway "$@" ;;
-    *) die "usage: stack.sh up|down|status|pg-up|psql" ;;
+    *) die "usage: stack.sh up|down|status|pg-up|migrate|tls|psql" ;;
 esac
