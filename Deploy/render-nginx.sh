@@ -16,6 +16,10 @@
 #   STATIC_DIR    /opt/tideway/Static
 #   BLOB_ROOT     /var/lib/tideway/blobs
 #   NGINX         nginx binary whose version decides the http2 syntax
+#   TRUSTED_PROXIES  ""        addresses or CIDRs of proxies in front of nginx (a load
+#                 balancer, a CDN), space separated: from them, the client address is
+#                 taken from X-Forwarded-For (the workers' rate limits and audit log use
+#                 it); empty: the connection's address, and X-Forwarded-For is ignored
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -30,6 +34,7 @@ WORKERS=${WORKERS:-2}
 STATIC_DIR=${STATIC_DIR:-/opt/tideway/Static}
 BLOB_ROOT=${BLOB_ROOT:-/var/lib/tideway/blobs}
 NGINX=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
+TRUSTED_PROXIES=${TRUSTED_PROXIES:-}
 
 # "http2 on;" exists from nginx 1.25.1; older versions (Debian 12 has 1.22)
 # only know the "http2" flag of listen.
@@ -55,6 +60,17 @@ for addr in "${addrs[@]}"; do
     listen_https+="    listen $addr:$HTTPS_PORT ssl$listen_http2;"$'\n'
 done
 port_suffix=''
+real_ip=''
+read -ra proxies <<<"$TRUSTED_PROXIES"
+for proxy in "${proxies[@]}"; do
+    [[ $proxy =~ ^[0-9A-Fa-f.:/]+$ ]] || { echo "render-nginx.sh: not an address or CIDR: $proxy" >&2; exit 1; }
+    real_ip+="    set_real_ip_from $proxy;"$'\n'
+done
+if [[ -n $real_ip ]]; then
+    real_ip+="    real_ip_header X-Forwarded-For;"$'\n'"    real_ip_recursive on;"
+else
+    real_ip="    # No trusted proxy in front (TRUSTED_PROXIES): the client address is the connection's."
+fi
 [[ $HTTPS_PORT == 443 ]] || port_suffix=":$HTTPS_PORT"
 
 # Bash 5.2 would expand "&" in a replacement to the matched text.
@@ -71,6 +87,7 @@ conf=${conf//@TLS_KEY@/$TLS_KEY}
 conf=${conf//@STATIC_DIR@/$STATIC_DIR}
 conf=${conf//@BLOB_ROOT@/$BLOB_ROOT}
 conf=${conf//@RUN_DIR@/$RUN_DIR}
+conf=${conf//@REAL_IP@/${real_ip%$'\n'}}
 
 if grep -q '@[A-Z0-9_]*@' <<<"$conf"; then
     echo "render-nginx.sh: unreplaced placeholder in the template" >&2

@@ -178,3 +178,43 @@ def test_a_revoked_token_logs_no_presence_error():
             written += f.read()
     assert "presence not updated" not in written, written[-2000:]
     assert "28000" not in written, written[-2000:]
+
+
+def failed_sign_in_over(host, forwarded_for):
+    """One failed API sign-in through nginx over `host` (127.0.0.1 is a trusted proxy in the
+    test stack, ::1 is not), claiming X-Forwarded-For: `forwarded_for`."""
+    import socket
+    import ssl
+    import urllib.parse
+    from conftest import CA
+    port = urllib.parse.urlsplit(URL).port
+    body = json.dumps({"email": f"nobody-{uuid.uuid4().hex[:8]}@test.tideway", "password": "wrong"}).encode()
+    request = (f"POST /api/v1/auth/login HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+               f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+               f"X-Forwarded-For: {forwarded_for}\r\n\r\n").encode() + body
+    context = ssl.create_default_context(cafile=CA)
+    with socket.create_connection((host, port), timeout=10) as plain, \
+            context.wrap_socket(plain, server_hostname="localhost") as s:
+        s.sendall(request)
+        answer = b""
+        while chunk := s.recv(65536):
+            answer += chunk
+    assert answer.split(b" ", 2)[1] == b"401", answer[:200]
+
+
+def failure_keys(pattern):
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("select distinct key from app.login_failures where key like %s", (pattern,))
+        return {row[0] for row in cur.fetchall()}
+
+
+def test_the_client_address_comes_from_a_trusted_proxys_header_only():
+    with login_failures_taken_back("address:%"), login_failures_taken_back("email:nobody-%"):
+        failed_sign_in_over("127.0.0.1", "203.0.113.77")
+        assert failure_keys("address:203.0.113.77") == {"address:203.0.113.77"}
+        if not any(line.rstrip().endswith(" lo") and line.startswith("0" * 31 + "1")
+                   for line in open("/proc/net/if_inet6")):
+            pytest.skip("no IPv6 loopback: cannot reach nginx from an untrusted address")
+        failed_sign_in_over("::1", "203.0.113.78")
+        assert failure_keys("address:203.0.113.78") == set()
+        assert "address:::1" in failure_keys("address:::1")
