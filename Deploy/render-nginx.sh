@@ -18,6 +18,10 @@
 #   NGINX         nginx binary whose version decides the http2 syntax
 #   NCHAN_REDIS   empty (one node: events in nginx's memory), or a Redis URL such as
 #                 redis://10.77.0.10:6379 that every node shares (Deploy/cluster)
+#   TRUSTED_PROXIES  ""        addresses or CIDRs of proxies in front of nginx (a load
+#                 balancer, a CDN), space separated: from them, the client address is
+#                 taken from X-Forwarded-For (the workers' rate limits and audit log use
+#                 it); empty: the connection's address, and X-Forwarded-For is ignored
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -33,6 +37,7 @@ STATIC_DIR=${STATIC_DIR:-/opt/tideway/Static}
 BLOB_ROOT=${BLOB_ROOT:-/var/lib/tideway/blobs}
 NGINX=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
 NCHAN_REDIS=${NCHAN_REDIS:-}
+TRUSTED_PROXIES=${TRUSTED_PROXIES:-}
 
 # "http2 on;" exists from nginx 1.25.1; older versions (Debian 12 has 1.22)
 # only know the "http2" flag of listen.
@@ -68,6 +73,17 @@ if [[ -n $NCHAN_REDIS ]]; then
     redis_pass='nchan_redis_pass tideway_redis;'
 fi
 port_suffix=''
+real_ip=''
+read -ra proxies <<<"$TRUSTED_PROXIES"
+for proxy in "${proxies[@]}"; do
+    [[ $proxy =~ ^[0-9A-Fa-f.:/]+$ ]] || { echo "render-nginx.sh: not an address or CIDR: $proxy" >&2; exit 1; }
+    real_ip+="    set_real_ip_from $proxy;"$'\n'
+done
+if [[ -n $real_ip ]]; then
+    real_ip+="    real_ip_header X-Forwarded-For;"$'\n'"    real_ip_recursive on;"
+else
+    real_ip="    # No trusted proxy in front (TRUSTED_PROXIES): the client address is the connection's."
+fi
 [[ $HTTPS_PORT == 443 ]] || port_suffix=":$HTTPS_PORT"
 
 # Bash 5.2 would expand "&" in a replacement to the matched text.
@@ -86,6 +102,7 @@ conf=${conf//@BLOB_ROOT@/$BLOB_ROOT}
 conf=${conf//@RUN_DIR@/$RUN_DIR}
 conf=${conf//@NCHAN_REDIS_UPSTREAM@/$redis_upstream}
 conf=${conf//@NCHAN_REDIS_PASS@/$redis_pass}
+conf=${conf//@REAL_IP@/${real_ip%$'\n'}}
 
 if grep -q '@[A-Z0-9_]*@' <<<"$conf"; then
     echo "render-nginx.sh: unreplaced placeholder in the template" >&2

@@ -16,7 +16,9 @@
 # HTTP_PORT (8080), WORKERS (2), THREADS (32), TIDEWAY_BIN_DIR
 # (<repo>/.build/release), SMTP_SINK_PORT (unset: no mail; set: a mail sink,
 # Deploy/dev/smtp_sink.py, listens there and keeps every message in
-# $STATE/mail, and the workers mail through it; test.sh sets it). TIDEWAY_SMTP_*
+# $STATE/mail, and the workers mail through it; test.sh sets it), TRUSTED_PROXIES
+# (127.0.0.1: loopback stands for a proxy in front, whose X-Forwarded-For nginx
+# believes; see Deploy/render-nginx.sh). TIDEWAY_SMTP_*
 # in the environment reach the workers too, for a real relay.
 #
 # Settings for a node of a cluster (Deploy/cluster/cluster.sh sets them; unset, the
@@ -271,7 +273,7 @@ CONF
     fi
     SERVER_NAME=localhost HTTPS_PORT=$HTTPS_PORT HTTP_PORT=$HTTP_PORT LISTEN_ADDRS=$listen \
         TLS_CERT=$tls/server.crt TLS_KEY=$tls/server.key RUN_DIR=$run WORKERS=$WORKERS \
-        STATIC_DIR=$repo/Static BLOB_ROOT=$blobs NGINX=$nginx \
+        STATIC_DIR=$repo/Static BLOB_ROOT=$blobs NGINX=$nginx TRUSTED_PROXIES=${TRUSTED_PROXIES-127.0.0.1} \
         "$repo/Deploy/render-nginx.sh" >"$ngx_dir/tideway.conf"
 }
 
