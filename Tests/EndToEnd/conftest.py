@@ -88,16 +88,19 @@ def login_failures_taken_back(key_pattern):
     with admin_db() as conn, conn.cursor() as cur:
         cur.execute("select clock_timestamp()")
         started = cur.fetchone()[0]
-    yield
-    with admin_db() as conn, conn.cursor() as cur:
-        cur.execute("delete from app.login_failures where key like %s and at >= %s", (key_pattern, started))
+    try:
+        yield
+    finally:
+        with admin_db() as conn, conn.cursor() as cur:
+            cur.execute("delete from app.login_failures where key like %s and at >= %s", (key_pattern, started))
 
 
 @pytest.fixture
 def own_address_failures():
-    """Every test signs in from 127.0.0.1, like all the others, and the rate limit also
-    counts failures per address (30 in 10 minutes)."""
-    with login_failures_taken_back("address:%"):
+    """Every test signs in from 127.0.0.1, like all the others: a test that fails sign-ins
+    on purpose takes its failures back (per address and account, and per account)."""
+    with login_failures_taken_back("pair:%"), login_failures_taken_back("email:%"), \
+            login_failures_taken_back("address:%"):
         yield
 
 
