@@ -78,7 +78,15 @@ public final class FastCGIServer: Sendable {
             Int(FCGX_GetStr(buffer.baseAddress!.assumingMemoryBound(to: CChar.self), Int32(buffer.count), input))
         }
         let request = HTTPRequest(params: params, body: body)
-        let response = handler(request)
+        var response = handler(request)
+        if let problem = response.unsafeHeader() {
+            // Never sent: a 500 in its place, and a line in the log (without the value).
+            Self.logError("refused to send a response: \(problem)", requestID: params["REQUEST_ID"] ?? "")
+            response = (params["DOCUMENT_URI"] ?? "").hasPrefix("/api/")
+                ? HTTPResponse(status: 500, contentType: "application/json",
+                               text: #"{"error":{"code":"internal_error","message":"internal error"}}"# + "\n")
+                : HTTPResponse(status: 500, contentType: "text/plain; charset=utf-8", text: "Internal error\n")
+        }
         let writer = StreamWriter(stream: tw_fcgx_out(raw))
         writer.write(response.head())
         switch response.body {
@@ -87,6 +95,15 @@ public final class FastCGIServer: Sendable {
         case .stream(let produce):
             // The head is out already; a failure now can only cut the body short.
             try? produce(writer)
+        }
+    }
+
+    /// One line on standard error, in the format of the product's log.
+    static func logError(_ message: String, requestID: String) {
+        let rid = requestID.isEmpty ? "" : " request=\(requestID)"
+        let line = "\(Date().formatted(.iso8601)) error\(rid) \(message)\n"
+        line.utf8CString.withUnsafeBufferPointer { buffer in
+            _ = Foundation.write(2, buffer.baseAddress, buffer.count - 1)
         }
     }
 
