@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import STATE, api, login, new_user
+from conftest import STATE, admin_db, api, login, new_user
 from synclib import new_agency
 from test_events import Stream, push_report, wait_until_subscribed
 
@@ -17,6 +17,7 @@ SOURCES_FIX = "issue 20: the fix is in Sources/, after the layered targets land 
 # docs/sync-protocol.md, "Change events": a revoked login's streams end within this bound,
 # even when the publisher missed the revocation's notification.
 REVOKED_STREAM_BOUND = 15
+KILLS = 20  # kill -9 of the publisher, each with a change committed 20 ms later
 
 
 def hang_up(stream):
@@ -61,7 +62,7 @@ def test_a_change_committed_while_the_publisher_is_down_still_produces_its_event
     assert stream.status == 200
     wait_until_subscribed(stream)
     try:
-        for _ in range(3):
+        for _ in range(KILLS):
             old = kill_publisher()
             time.sleep(0.02)
             push_report(writer, agency=key)
@@ -116,5 +117,33 @@ def test_a_sign_out_while_the_publisher_is_down_still_closes_the_stream_within_t
             if event is None:
                 break  # the stream ended
             assert event != "timeout", f"the signed-out login's stream is still open after {REVOKED_STREAM_BOUND} s"
+    finally:
+        hang_up(stream)
+
+
+def wait_for_end(stream, bound):
+    ended = time.monotonic() + bound
+    while True:
+        event = stream.next(timeout=max(0.1, ended - time.monotonic()))
+        if event is None:
+            return
+        assert event != "timeout", f"the revoked login's stream is still open after {bound} s"
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=SOURCES_FIX)
+def test_a_revocation_whose_notification_is_lost_still_closes_the_stream_within_the_bound():
+    answer = login(new_user())
+    stream = Stream(answer["accessToken"], ["agency=Gabon"])
+    assert stream.status == 200
+    wait_until_subscribed(stream)
+    time.sleep(1)  # the subscribe hook has counted the stream
+    try:
+        with admin_db() as conn, conn.cursor() as cur:
+            # Without the triggers (replica mode): no NOTIFY tideway_revoked at all.
+            cur.execute("set session_replication_role = replica")
+            cur.execute("update app.logins set revoked_at = now() where id = (select login_id from app.tokens "
+                        "where hash = sha256(%s::bytea))", (answer["accessToken"].encode(),))
+            assert cur.rowcount == 1
+        wait_for_end(stream, REVOKED_STREAM_BOUND)
     finally:
         hang_up(stream)
