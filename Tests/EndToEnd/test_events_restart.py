@@ -10,13 +10,29 @@ import time
 
 from conftest import STATE, admin_db, api, login, new_user
 from synclib import new_agency
-from test_events import Stream, push_report, wait_until_subscribed
+import uuid
+
+from sync_client import SyncClient
+from test_events import Stream, wait_until_subscribed
 
 # docs/sync-protocol.md, "Change events": a revoked login's streams end within this bound,
 # even when the publisher missed the revocation's notification (it checks every 5 s and
 # on start: EventPublisher.checkpointSeconds).
 REVOKED_STREAM_BOUND = 15
 KILLS = 20  # kill -9 of the publisher, each with a change committed 20 ms later
+
+
+def reporter(email, agency):
+    """Pushes a new report as `email` when called, signed in beforehand: the push must land
+    inside the publisher's restart, not after a sign-in."""
+    client = SyncClient(login(email)["accessToken"])
+
+    def push():
+        rid = uuid.uuid4().hex[:24]
+        result = client.push_one({"collection": "reports", "partition": f"agency={agency}", "id": rid, "op": "insert",
+                                  "doc": {"timestamp": "2026-11-21T10:00:00Z"}})
+        assert result["status"] == "applied", result
+    return push
 
 
 def hang_up(stream):
@@ -35,11 +51,28 @@ def publisher_pid():
     return int(text) if text.isdigit() else None
 
 
-def kill_publisher():
-    """kill -9 of `tideway events`; its supervisor starts a new one 0.2 s later."""
+def kill_publisher(while_down=None):
+    """kill -9 of `tideway events`; its supervisor starts a new one 0.2 s later. With
+    `while_down`, the supervisor is held (SIGSTOP) until that has run, so it surely runs
+    while no publisher listens, however slow the machine."""
+    with open(os.path.join(STATE, "run", "supervise-events.pid")) as f:
+        supervisor = int(f.read().strip())
     pid = publisher_pid()
     assert pid
-    os.kill(pid, signal.SIGKILL)
+    if while_down:
+        os.kill(supervisor, signal.SIGSTOP)
+    try:
+        os.kill(pid, signal.SIGKILL)
+        if while_down:
+            deadline = time.monotonic() + 5
+            while os.path.exists(f"/proc/{pid}") and open(f"/proc/{pid}/stat").read().split()[2] != "Z":
+                assert time.monotonic() < deadline, "the publisher outlived kill -9"
+                time.sleep(0.01)
+            time.sleep(0.02)
+            while_down()
+    finally:
+        if while_down:
+            os.kill(supervisor, signal.SIGCONT)
     return pid
 
 
@@ -56,14 +89,13 @@ def wait_for_new_publisher(old, timeout=10):
 def test_a_change_committed_while_the_publisher_is_down_still_produces_its_event():
     key = new_agency()
     reader, writer = new_user(agency=key), new_user(agency=key)
+    push_report = reporter(writer, key)
     stream = Stream(login(reader)["accessToken"], [f"agency={key}"])
     assert stream.status == 200
     wait_until_subscribed(stream)
     try:
         for _ in range(KILLS):
-            old = kill_publisher()
-            time.sleep(0.02)
-            push_report(writer, agency=key)
+            old = kill_publisher(while_down=push_report)
             wait_for_new_publisher(old)
             event = stream.next(timeout=10)
             assert event not in (None, "timeout"), "no event for a change committed while the publisher restarted"
@@ -75,17 +107,17 @@ def test_a_change_committed_while_the_publisher_is_down_still_produces_its_event
 def test_a_stream_reconnecting_with_last_event_id_misses_nothing_committed_while_the_publisher_was_down():
     key = new_agency()
     reader, writer = new_user(agency=key), new_user(agency=key)
+    push_report = reporter(writer, key)
     access = login(reader)["accessToken"]
     stream = Stream(access, [f"agency={key}"])
     wait_until_subscribed(stream)
-    push_report(writer, agency=key)
+    push_report()
     first = stream.next(timeout=10)
     assert first not in (None, "timeout") and stream.last_id
     seen = stream.last_id
     hang_up(stream)
     # Offline: the publisher dies and a change is committed before it is back.
-    old = kill_publisher()
-    push_report(writer, agency=key)
+    old = kill_publisher(while_down=push_report)
     wait_for_new_publisher(old)
     time.sleep(1)
     again = Stream(access, [f"agency={key}"], last_event_id=seen)
@@ -103,8 +135,10 @@ def test_a_sign_out_while_the_publisher_is_down_still_closes_the_stream_within_t
     stream = Stream(answer["accessToken"], ["agency=Gabon"])
     assert stream.status == 200
     wait_until_subscribed(stream)
-    old = kill_publisher()
-    assert api("POST", "/api/v1/auth/logout", answer["accessToken"]).status_code == 204
+    signed_out = []
+    old = kill_publisher(while_down=lambda: signed_out.append(
+        api("POST", "/api/v1/auth/logout", answer["accessToken"]).status_code))
+    assert signed_out == [204]
     wait_for_new_publisher(old)
     ended = time.monotonic() + REVOKED_STREAM_BOUND
     try:

@@ -24,7 +24,10 @@ def wait_for_restart(name, old, timeout=10):
     raise AssertionError(f"{name} was not restarted")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
+# Not strict: how many requests a restart fails depends on timing (24 of 1,238 on the
+# first measurement), and a lucky run must not turn the suite red. Make it a plain test
+# once the drain serves kept-alive connections (issue 20, graceful shutdown).
+@pytest.mark.xfail(strict=False, raises=AssertionError,
                    reason="issue 20: a worker's SIGTERM still fails requests (fix in Sources/FastCGI after arch-landed)")
 def test_restarting_every_worker_under_load_fails_no_request():
     import os
