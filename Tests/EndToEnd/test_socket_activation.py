@@ -9,7 +9,6 @@ import socket
 import subprocess
 import time
 
-
 from conftest import STATE, WORKER_DB, fastcgi
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
