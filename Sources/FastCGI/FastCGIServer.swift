@@ -7,8 +7,11 @@ import Synchronization
 ///
 /// SIGTERM: stop accepting, finish the requests in hand, exit. libfcgi's own handler
 /// only sets a flag that threads blocked in `accept()` never see, so signals are taken
-/// by a dedicated `sigwait` thread which shuts the listening socket down (waking every
-/// accept) and waits for the requests in hand.
+/// by a dedicated `sigwait` thread which sets that flag, wakes the threads blocked in
+/// accept with SIGUSR1 (libfcgi then returns from accept), and waits for the requests in
+/// hand. The listening socket itself is left as it is: under socket activation it is
+/// systemd's, and it must keep queueing connections for the next worker (a shutdown()
+/// of it made it refuse every connection until the socket unit restarted).
 public final class FastCGIServer: Sendable {
     public typealias Handler = @Sendable (HTTPRequest) -> HTTPResponse
 
@@ -16,6 +19,8 @@ public final class FastCGIServer: Sendable {
     private let threads: Int
     private let inFlight = Mutex(0)
     private let stopping = Atomic<Bool>(false)
+    /// The threads waiting in accept() for a new connection (not on a kept-alive one).
+    private let accepting = Mutex<Set<UInt>>([])
 
     public init(listenFD: Int32, threads: Int) {
         self.listenFD = listenFD
@@ -34,6 +39,13 @@ public final class FastCGIServer: Sendable {
         // Blocked here, inherited by every thread started below, taken by sigwait.
         pthread_sigmask(SIG_BLOCK, &signals, nil)
         FCGX_Init()
+        // SIGUSR1 wakes a thread blocked in accept() at shutdown: a handler that does nothing,
+        // installed without SA_RESTART so that accept() returns EINTR.
+        var wake = sigaction()
+        wake.__sigaction_handler.sa_handler = { _ in }
+        sigemptyset(&wake.sa_mask)
+        wake.sa_flags = 0
+        sigaction(SIGUSR1, &wake, nil)
 
         for index in 0..<threads {
             let thread = Thread { [self] in self.serve(makeHandler: makeHandler) }
@@ -46,7 +58,8 @@ public final class FastCGIServer: Sendable {
         sigwait(&signals, &received)
         stopping.store(true, ordering: .sequentiallyConsistent)
         FCGX_ShutdownPending()
-        shutdown(listenFD, Int32(SHUT_RDWR))
+        // Interrupts accept() (no SA_RESTART), and libfcgi returns since shutdown is pending.
+        for thread in accepting.withLock({ Array($0) }) { pthread_kill(pthread_t(thread), SIGUSR1) }
         // Threads parked on nginx's kept-alive connections hold no request: do not wait for them.
         let deadline = Date().addingTimeInterval(drainSeconds)
         while inFlight.withLock({ $0 }) > 0 && Date() < deadline { usleep(10_000) }
@@ -54,11 +67,29 @@ public final class FastCGIServer: Sendable {
 
     public var isStopping: Bool { stopping.load(ordering: .relaxed) }
 
+    /// Blocks SIGTERM and SIGINT in the calling thread and every thread it starts later, so
+    /// that only `run`'s sigwait takes them. Call it first thing in `main`: a thread started
+    /// before `run` (a pool's, a sweeper's) would otherwise take a SIGTERM that comes early,
+    /// and the worker would never stop.
+    public static func blockStopSignals() {
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        sigaddset(&signals, SIGTERM)
+        sigaddset(&signals, SIGINT)
+        pthread_sigmask(SIG_BLOCK, &signals, nil)
+    }
+
     private func serve(makeHandler: @Sendable () -> Handler) {
         let handler = makeHandler()
         guard let request = tw_fcgx_request_new(listenFD) else { return }
+        let me = UInt(pthread_self())
         while !isStopping {
-            guard FCGX_Accept_r(request) >= 0 else {
+            // No connection in hand: this call waits in accept(), where shutdown wakes it.
+            let waitsInAccept = tw_fcgx_ipc_fd(request) < 0
+            if waitsInAccept { accepting.withLock { _ = $0.insert(me) } }
+            let accepted = FCGX_Accept_r(request)
+            if waitsInAccept { accepting.withLock { _ = $0.remove(me) } }
+            guard accepted >= 0 else {
                 if isStopping { break }
                 usleep(1000)
                 continue
@@ -78,7 +109,15 @@ public final class FastCGIServer: Sendable {
             Int(FCGX_GetStr(buffer.baseAddress!.assumingMemoryBound(to: CChar.self), Int32(buffer.count), input))
         }
         let request = HTTPRequest(params: params, body: body)
-        let response = handler(request)
+        var response = handler(request)
+        if let problem = response.unsafeHeader() {
+            // Never sent: a 500 in its place, and a line in the log (without the value).
+            Self.logError("refused to send a response: \(problem)", requestID: params["REQUEST_ID"] ?? "")
+            response = (params["DOCUMENT_URI"] ?? "").hasPrefix("/api/")
+                ? HTTPResponse(status: 500, contentType: "application/json",
+                               text: #"{"error":{"code":"internal_error","message":"internal error"}}"# + "\n")
+                : HTTPResponse(status: 500, contentType: "text/plain; charset=utf-8", text: "Internal error\n")
+        }
         let writer = StreamWriter(stream: tw_fcgx_out(raw))
         writer.write(response.head())
         switch response.body {
@@ -87,6 +126,15 @@ public final class FastCGIServer: Sendable {
         case .stream(let produce):
             // The head is out already; a failure now can only cut the body short.
             try? produce(writer)
+        }
+    }
+
+    /// One line on standard error, in the format of the product's log.
+    static func logError(_ message: String, requestID: String) {
+        let rid = requestID.isEmpty ? "" : " request=\(requestID)"
+        let line = "\(Date().formatted(.iso8601)) error\(rid) \(message)\n"
+        line.utf8CString.withUnsafeBufferPointer { buffer in
+            _ = Foundation.write(2, buffer.baseAddress, buffer.count - 1)
         }
     }
 

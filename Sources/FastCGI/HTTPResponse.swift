@@ -28,7 +28,31 @@ public struct HTTPResponse {
         headers.first { $0.0.lowercased() == name.lowercased() }?.1
     }
 
+    /// The first header that must never be sent, described without its value: a name that
+    /// is not an HTTP token, or a name or value with CR, LF or NUL (header injection: a value
+    /// with CR LF would add headers, or end the head and push the rest into the body).
+    public func unsafeHeader() -> String? {
+        for (name, value) in headers {
+            let nameOK = !name.isEmpty && name.utf8.allSatisfy { Self.isTokenByte($0) }
+            guard nameOK else { return "header name \(name.debugDescription) is not a token" }
+            if value.utf8.contains(where: { $0 == 13 || $0 == 10 || $0 == 0 }) {
+                return "header \(name) has CR, LF or NUL in its value"
+            }
+        }
+        return nil
+    }
+
+    private static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            true
+        default:
+            "!#$%&'*+-.^_`|~".utf8.contains(byte)
+        }
+    }
+
     /// The CGI-style head FastCGI expects: `Status:` then the headers, then a blank line.
+    /// Callers check `unsafeHeader()` first (FastCGIServer does).
     public func head() -> [UInt8] {
         var text = "Status: \(status) \(HTTPResponse.reason(status))\r\n"
         for (name, value) in headers { text += "\(name): \(value)\r\n" }

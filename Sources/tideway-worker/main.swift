@@ -3,6 +3,8 @@ import Foundation
 import TidewayCore
 
 // The worker only wires things: configuration, the socket, the application, the threads.
+// Before any thread starts: SIGTERM must reach only the server's drain (FastCGIServer.run).
+FastCGIServer.blockStopSignals()
 let config = Config()
 do {
     let listenFD = try Listener.open(environment: ProcessInfo.processInfo.environment)

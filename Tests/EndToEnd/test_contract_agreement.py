@@ -127,22 +127,11 @@ def test_probes_of_past_disagreements(spec, access, name):
     (judge_push if kind == "push" else judge_pull)(spec, access, body)
 
 
-# A disagreement whose fix is in the server (Sources/, after arch-landed): the generated run
-# leaves these bodies out (pending_fix) until then, and this probe must fail until the fix.
-SOURCES_FIX = "issue 20: the server must refuse it (fix in Sources/ after arch-landed)"
-
-
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=SOURCES_FIX)
 @pytest.mark.parametrize("value", [5, {"k": "v"}, True])
 def test_an_app_version_that_is_not_a_string_is_refused(spec, access, value):
     body = push_body()
     body["appVersion"] = value
     judge_push(spec, access, body)
-
-
-def pending_fix(body):
-    """True for the bodies of the xfail test above."""
-    return body.get("appVersion") is not None and not isinstance(body["appVersion"], str)
 
 
 # The generated run.
@@ -188,14 +177,10 @@ def mutate(body, rng):
 def test_generated_pull_bodies(spec, access):
     rng = random.Random(SEED)
     for _ in range(GENERATED):
-        body = mutate(pull_body(), rng)
-        if not pending_fix(body):
-            judge_pull(spec, access, body)
+        judge_pull(spec, access, mutate(pull_body(), rng))
 
 
 def test_generated_push_bodies(spec, access):
     rng = random.Random(SEED + 1)
     for _ in range(GENERATED):
-        body = mutate(push_body(), rng)
-        if not pending_fix(body):
-            judge_push(spec, access, body)
+        judge_push(spec, access, mutate(push_body(), rng))

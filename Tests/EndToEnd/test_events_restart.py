@@ -7,7 +7,6 @@ import signal
 import socket
 import time
 
-import pytest
 
 from conftest import STATE, admin_db, api, login, new_user
 from synclib import new_agency
@@ -16,9 +15,9 @@ import uuid
 from sync_client import SyncClient
 from test_events import Stream, wait_until_subscribed
 
-SOURCES_FIX = "issue 20: the fix is in Sources/, after the layered targets land (arch-landed)"
 # docs/sync-protocol.md, "Change events": a revoked login's streams end within this bound,
-# even when the publisher missed the revocation's notification.
+# even when the publisher missed the revocation's notification (it checks every 5 s and
+# on start: EventPublisher.checkpointSeconds).
 REVOKED_STREAM_BOUND = 15
 KILLS = 20  # kill -9 of the publisher, each with a change committed 20 ms later
 
@@ -87,7 +86,6 @@ def wait_for_new_publisher(old, timeout=10):
     raise AssertionError("the publisher was not restarted")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=SOURCES_FIX)
 def test_a_change_committed_while_the_publisher_is_down_still_produces_its_event():
     key = new_agency()
     reader, writer = new_user(agency=key), new_user(agency=key)
@@ -106,7 +104,6 @@ def test_a_change_committed_while_the_publisher_is_down_still_produces_its_event
         hang_up(stream)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=SOURCES_FIX)
 def test_a_stream_reconnecting_with_last_event_id_misses_nothing_committed_while_the_publisher_was_down():
     key = new_agency()
     reader, writer = new_user(agency=key), new_user(agency=key)
@@ -132,7 +129,6 @@ def test_a_stream_reconnecting_with_last_event_id_misses_nothing_committed_while
         hang_up(again)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=SOURCES_FIX)
 def test_a_sign_out_while_the_publisher_is_down_still_closes_the_stream_within_the_bound():
     email = new_user()
     answer = login(email)
@@ -164,7 +160,6 @@ def wait_for_end(stream, bound):
         assert event != "timeout", f"the revoked login's stream is still open after {bound} s"
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=SOURCES_FIX)
 def test_a_revocation_whose_notification_is_lost_still_closes_the_stream_within_the_bound():
     answer = login(new_user())
     stream = Stream(answer["accessToken"], ["agency=Gabon"])

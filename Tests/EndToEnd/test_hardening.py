@@ -31,7 +31,6 @@ INJECTED_TARGETS = [
 ]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=SOURCES_FIX)
 @pytest.mark.parametrize("target", INJECTED_TARGETS, ids=repr)
 def test_next_with_control_characters_is_never_a_redirect_target(target):
     r = sign_in(session(), new_user(), next_path=target)
@@ -54,7 +53,6 @@ def requests_quote(text):
 
 # Defect 4: one oversized string fails only its change.
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=SOURCES_FIX)
 def test_a_2_mib_string_is_that_changes_too_large_and_the_others_are_applied():
     officer = Client("gabon.officer1@demo.tideway")
     big_id, small_id = f"big-{uuid.uuid4().hex}", f"small-{uuid.uuid4().hex}"
@@ -73,7 +71,6 @@ def test_a_2_mib_string_is_that_changes_too_large_and_the_others_are_applied():
 
 # Defect 5: every temp file the server makes is swept.
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=SOURCES_FIX)
 def test_stale_thumbnail_and_upload_temps_are_swept():
     from patrol_support import BLOB_ROOT, tideway
     folder = os.path.join(BLOB_ROOT, "tmp")
@@ -113,7 +110,6 @@ def sign_in_from(address, email, password):
     return status
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=SOURCES_FIX)
 def test_failures_from_elsewhere_never_lock_out_the_right_password():
     email = new_user()
     with login_failures_taken_back("%"):
@@ -124,7 +120,6 @@ def test_failures_from_elsewhere_never_lock_out_the_right_password():
         assert sign_in_from("203.0.113.20", email, PASSWORD) == 200
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=SOURCES_FIX)
 def test_failures_of_others_behind_one_address_never_lock_out_the_right_password():
     victim = new_user()
     with login_failures_taken_back("%"):
@@ -161,7 +156,6 @@ def test_an_id_taken_in_another_agency_is_refused_like_any_refused_insert():
     assert result["error"] == seen["error"], (result, seen)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=SOURCES_FIX)
 def test_a_revoked_token_logs_no_presence_error():
     officer = Client(new_user())
     assert api("POST", "/api/v1/auth/logout", officer.token).status_code == 204

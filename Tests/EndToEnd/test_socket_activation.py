@@ -9,8 +9,6 @@ import socket
 import subprocess
 import time
 
-import pytest
-
 from conftest import STATE, WORKER_DB, fastcgi
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -33,8 +31,6 @@ def healthz(path):
     return fastcgi(path, "GET", "/healthz", timeout=10)[0]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="issue 20: the worker shuts systemd's socket down on SIGTERM (fix in Sources/FastCGI after arch-landed)")
 def test_a_restarted_socket_activated_worker_answers_on_the_same_socket(tmp_path):
     path = str(tmp_path / "worker.sock")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

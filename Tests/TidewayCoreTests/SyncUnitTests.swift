@@ -100,7 +100,8 @@ import Testing
 
     @Test func nextNeverLeavesTheSite() {
         #expect(LoginPages.safeNext("/boardings?x=1") == "/boardings?x=1")
-        for bad in ["//evil.example", "https://evil.example", "/\\evil", "evil", nil] as [String?] {
+        for bad in ["//evil.example", "https://evil.example", "/\\evil", "evil", nil, "/\r\nSet-Cookie: x=1", "/\n",
+                    "/\t/evil.example", "/\u{0}x", "/ x", "/\u{7F}"] as [String?] {
             #expect(LoginPages.safeNext(bad) == "/")
         }
     }

@@ -75,9 +75,13 @@ enum LoginPages {
         return Pages.redirect("/login", headers: [Cookies.clear(WebSession.cookieName)])
     }
 
-    /// Only a local path: `next` must not send people to another site.
+    /// Only a local path: `next` must not send people to another site. No control
+    /// character (a tab is dropped by browsers, so `/\t/evil.example` reads as
+    /// `//evil.example`; CR LF would inject headers), no space, no backslash.
     static func safeNext(_ next: String?) -> String {
-        guard let next, next.hasPrefix("/"), !next.hasPrefix("//"), !next.contains("\\") else { return "/" }
+        guard let next, next.hasPrefix("/"), !next.hasPrefix("//"),
+              !next.unicodeScalars.contains(where: { $0.value < 0x21 || $0.value == 0x7F || $0 == "\\" })
+        else { return "/" }
         return next
     }
 }

@@ -16,11 +16,17 @@ enum SignIn {
         tokens: [(token: String, kind: TokenKind, ttl: Int)]
     ) throws -> CallerInfo {
         let limits = context.app.config.limits
+        // Backoff per (address, account), and for an account failing from many addresses
+        // only at the addresses that failed on it (Migrations/0080_login_backoff.sql): the
+        // right password from an address that has not failed always gets checked.
         let emailKey = "email:" + email.lowercased()
-        let addressKey = "address:" + context.request.remoteAddress
+        let pairKey = "pair:" + context.request.remoteAddress + "|" + email.lowercased()
         let found = try context.anonymous { tx in
             try tx.queries([
-                "select app.login_retry_after(\(emailKey), \(addressKey), \(limits.loginFailuresPerEmail), \(limits.loginFailuresPerAddress), \(limits.loginWindowSeconds)) as retry",
+                """
+                select app.login_backoff(\(pairKey), \(emailKey), \(limits.loginFreeFailures), \(limits.loginFailuresPerAccount), \
+                \(limits.loginBackoffCapSeconds), \(limits.loginWindowSeconds)) as retry
+                """,
                 "select user_id, password_hash from app.password_of(\(email))",
             ])
         }
@@ -32,7 +38,7 @@ enum SignIn {
         let valid = Crypto.verifyPassword(password, hash: hash) && row?["password_hash"] != nil
         guard valid, let userID = row?["user_id"] else {
             try context.anonymous { tx in
-                _ = try tx.query("select app.note_login_failure(array[\(emailKey), \(addressKey)])")
+                _ = try tx.query("select app.note_login_failure(array[\(pairKey), \(emailKey)])")
             }
             throw AppError(.unauthenticated, "wrong email or password")
         }
@@ -40,7 +46,7 @@ enum SignIn {
         let second = tokens.count > 1 ? tokens[1] : nil
         return try context.anonymous { tx in
             _ = try tx.query("""
-                select app.open_login(\(userID), \(kind), \(device), \(emailKey), \(Tokens.hash(first.token)), \(first.kind.rawValue), \(first.ttl), \
+                select app.open_login(\(userID), \(kind), \(device), \(pairKey), \(Tokens.hash(first.token)), \(first.kind.rawValue), \(first.ttl), \
                 \(second.map { Tokens.hash($0.token) }), \(second?.kind.rawValue), \(second?.ttl))
                 """)
             _ = try tx.query(Tokens.authenticate(token: first.token, kind: first.kind))

@@ -139,11 +139,17 @@ public struct BlobStore: Sendable {
         return found.sorted()
     }
 
-    /// Temp files older than `seconds` (left by crashed uploads), removed; answers how many.
+    /// Prefixes of every temp file the server makes in `tmp/`: uploads being received
+    /// (`upload-`) and the job runner's thumbnails (`thumb-`, Thumbnailer).
+    public static let tempPrefixes = ["upload-", "thumb-"]
+
+    /// Temp files older than `seconds` (left by crashed uploads or a killed job runner),
+    /// removed; answers how many.
     public func removeStaleTemps(olderThan seconds: TimeInterval) -> Int {
         let folder = root + "/tmp"
         var removed = 0
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where name.hasPrefix("upload-") {
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        where Self.tempPrefixes.contains(where: { name.hasPrefix($0) }) {
             let path = folder + "/" + name
             guard let modified = (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date,
                   Date().timeIntervalSince(modified) > seconds else { continue }

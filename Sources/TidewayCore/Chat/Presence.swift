@@ -32,8 +32,10 @@ public final class Presence: Sendable {
         guard due else { return }
         do {
             try context.asCaller(token: token) { tx, _ in _ = try tx.query("select app.touch_presence()") }
+        } catch let error as DatabaseError where error.sqlState == "28000" {
+            // A revoked or expired token: the request itself answers 401 next; nothing to log.
         } catch {
-            // Presence is best effort: the sync request itself has already succeeded.
+            // Presence is best effort: the sync request goes on either way.
             Log.warning("presence not updated: \(error)", requestID: context.requestID)
         }
     }

@@ -7,28 +7,39 @@ import Foundation
 /// document limit then bounds inline pictures (about 750 KB of image); larger photos go
 /// through `PUT /api/v1/blobs/<photoId>`.
 enum InlinePictures {
-    static func checkStrings(of change: JSON, limit: Int) throws(ChangeRejection) {
+    /// A string longer than a whole document (`documentLimit`) makes its change `too_large`
+    /// (the push body is parsed with strings up to the body limit, so that one such change
+    /// does not fail the others); any other string above `limit` is `invalid`.
+    static func checkStrings(of change: JSON, limit: Int, documentLimit: Int) throws(ChangeRejection) {
         let isPhoto = change["collection"]?.stringValue == "photos"
-        try check(change, limit: limit, path: "") { path in
+        try check(change, limit: limit, documentLimit: documentLimit, path: "") { path in
             isPhoto && (path == "/doc/picture" || path == "/patch/picture")
         }
     }
 
-    private static func check(_ value: JSON, limit: Int, path: String, allowed: (String) -> Bool) throws(ChangeRejection) {
+    private static func check(_ value: JSON, limit: Int, documentLimit: Int, path: String,
+                              allowed: (String) -> Bool) throws(ChangeRejection) {
         switch value {
         case .string(let text):
+            if text.utf8.count > documentLimit {
+                throw ChangeRejection(code: .tooLarge, message: "a string longer than the document limit (\(documentLimit) bytes)",
+                                      path: path)
+            }
             if text.utf8.count > limit && !allowed(path) {
                 throw .invalid("a string longer than \(limit) bytes", path: path)
             }
         case .array(let items):
             for (index, item) in items.enumerated() {
-                try check(item, limit: limit, path: path + "/\(index)", allowed: allowed)
+                try check(item, limit: limit, documentLimit: documentLimit, path: path + "/\(index)", allowed: allowed)
             }
         case .object(let fields):
             for (key, item) in fields {
+                if key.utf8.count > documentLimit {
+                    throw ChangeRejection(code: .tooLarge, message: "a key longer than the document limit", path: path)
+                }
                 if key.utf8.count > limit { throw .invalid("a key longer than \(limit) bytes", path: path) }
                 let escaped = key.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
-                try check(item, limit: limit, path: path + "/" + escaped, allowed: allowed)
+                try check(item, limit: limit, documentLimit: documentLimit, path: path + "/" + escaped, allowed: allowed)
             }
         default:
             break

@@ -28,6 +28,9 @@ public final class EventPublisher {
                 try connection.execute("listen tideway_changes")
                 try connection.execute("listen tideway_revoked")
                 Log.info("events: listening")
+                // Listening first, then what was missed while no one listened: nothing
+                // falls between the two (a change may be announced twice).
+                try catchUp(connection)
                 try pump(connection)
             } catch {
                 Log.warning("events: \(error); reconnecting")
@@ -36,16 +39,48 @@ public final class EventPublisher {
         }
     }
 
+    /// Seconds between checkpoints of the published positions, which are also the bound on
+    /// how long a revoked login's stream stays open when its notification was missed.
+    static let checkpointSeconds: Double = 5
+
     private func pump(_ connection: Connection) throws -> Never {
         var descriptor = pollfd(fd: connection.socket, events: Int16(POLLIN), revents: 0)
+        var nextCheckpoint = Date().addingTimeInterval(Self.checkpointSeconds)
         while true {
-            if poll(&descriptor, 1, 5000) < 0 && errno != EINTR {
+            let wait = Int32(max(0, min(nextCheckpoint.timeIntervalSinceNow, 5)) * 1000) + 1
+            if poll(&descriptor, 1, wait) < 0 && errno != EINTR {
                 throw DatabaseError(kind: .unavailable, detail: "poll failed")
             }
             for note in try connection.notifications() {
                 publish(note.channel, note.payload)
             }
             if !connection.isHealthy { throw DatabaseError(kind: .unavailable, detail: "listener connection lost") }
+            if nextCheckpoint.timeIntervalSinceNow <= 0 {
+                // Between notifications: every one that arrived so far is published.
+                try connection.execute("select app.events_checkpoint()")
+                try closeRevokedStreams(connection)
+                nextCheckpoint = Date().addingTimeInterval(Self.checkpointSeconds)
+            }
+        }
+    }
+
+    /// On start: an event for every partition changed past its published position, and
+    /// the streams of logins revoked meanwhile closed (migration 0081).
+    func catchUp(_ connection: Connection) throws {
+        let missed = try connection.execute("select p from app.events_to_catch_up() p").rows.compactMap { $0.string("p") }
+        for partition in missed {
+            publish("tideway_changes", partition)
+        }
+        if !missed.isEmpty { Log.info("events: announced \(missed.count) partitions changed while no publisher listened") }
+        try closeRevokedStreams(connection)
+    }
+
+    /// Closes the open streams of revoked logins (a revocation whose notification was lost).
+    func closeRevokedStreams(_ connection: Connection) throws {
+        let channels = try connection.execute("select c from app.revoked_stream_channels() c").rows.compactMap { $0.string("c") }
+        guard !channels.isEmpty else { return }
+        for start in stride(from: 0, to: channels.count, by: 50) {
+            publish("tideway_revoked", channels[start..<min(start + 50, channels.count)].joined(separator: ","))
         }
     }
 

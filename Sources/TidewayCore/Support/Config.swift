@@ -26,10 +26,15 @@ public struct Config: Sendable {
         public var changesPerPull = 10_000
         public var depth = 32
         public var stringBytes = 256 * 1024
-        /// Failed sign-ins per email within `loginWindowSeconds` before 429.
-        public var loginFailuresPerEmail = 5
-        public var loginFailuresPerAddress = 30
-        public var loginWindowSeconds = 600
+        /// Sign-in backoff (Migrations/0080_login_backoff.sql): failures of one (address,
+        /// account) pair before it waits 2^k s after each further one, at most
+        /// `loginBackoffCapSeconds`; failures of one account from any address after which
+        /// the addresses that failed on it wait too; failures older than
+        /// `loginWindowSeconds` are forgotten.
+        public var loginFreeFailures = 5
+        public var loginFailuresPerAccount = 20
+        public var loginBackoffCapSeconds = 900
+        public var loginWindowSeconds = 3600
         /// Forgotten-password requests per email and per client address within
         /// `forgotWindowSeconds` (each sends a mail) before 429.
         public var forgotPerEmail = 5
@@ -45,7 +50,9 @@ public struct Config: Sendable {
         publicURL = environment["TIDEWAY_PUBLIC_URL"] ?? "https://localhost:8443"
         registration = environment["TIDEWAY_REGISTRATION"] == "on"
         if let value = environment["TIDEWAY_MAX_BODY_BYTES"].flatMap(Int.init) { limits.bodyBytes = value }
-        if let value = environment["TIDEWAY_LOGIN_FAILURES_PER_EMAIL"].flatMap(Int.init) { limits.loginFailuresPerEmail = value }
+        if let value = environment["TIDEWAY_LOGIN_FREE_FAILURES"].flatMap(Int.init) { limits.loginFreeFailures = value }
+        if let value = environment["TIDEWAY_LOGIN_FAILURES_PER_ACCOUNT"].flatMap(Int.init) { limits.loginFailuresPerAccount = value }
+        if let value = environment["TIDEWAY_LOGIN_BACKOFF_CAP_SECONDS"].flatMap(Int.init) { limits.loginBackoffCapSeconds = value }
         if let value = environment["TIDEWAY_LOGIN_WINDOW_SECONDS"].flatMap(Int.init) { limits.loginWindowSeconds = value }
         mail = MailSettings(environment: environment, publicURL: publicURL)
     }

@@ -33,10 +33,12 @@ enum SyncRoutes {
 /// `POST /api/v1/sync/push`.
 enum PushRoute {
     static func push(_ context: RequestContext) throws -> HTTPResponse {
-        // Inline photo pictures may be as long as a whole document; InlinePictures holds
-        // every other string to the usual limit.
+        // Strings up to the body limit parse: a string too long for a document is its
+        // change's `too_large`, not the whole push's 400 (InlinePictures.checkStrings), and
+        // inline photo pictures may be as long as a document; every other string is held
+        // to the usual limit there.
         let body = try context.jsonObject(allowing: ["clientId", "changes", "appVersion"],
-                                          stringBytes: max(context.app.config.limits.stringBytes, context.app.config.limits.documentBytes))
+                                          stringBytes: context.app.config.limits.bodyBytes)
         guard let clientID = body["clientId"]?.stringValue, !clientID.isEmpty, clientID.utf8.count <= 200 else {
             throw AppError.badRequest("clientId must be a string of 1–200 bytes")
         }
@@ -48,12 +50,17 @@ enum PushRoute {
         let inputs: [WritePath.Input] = try raw.map { value in
             let changeID = try Change.changeID(of: value)
             return Result { () throws(ChangeRejection) in
-                try InlinePictures.checkStrings(of: value, limit: limits.stringBytes)
+                try InlinePictures.checkStrings(of: value, limit: limits.stringBytes, documentLimit: limits.documentBytes)
                 return try Change(value, changeID: changeID)
             }
                 .mapError { WritePath.Refused(changeID: changeID, rejection: $0) }
         }
-        let device = String((body["appVersion"]?.stringValue ?? "").prefix(100))
+        let device: String
+        switch body["appVersion"] {
+        case nil, .null?: device = ""
+        case .string(let text)?: device = String(text.prefix(100))
+        default: throw AppError.badRequest("appVersion must be a string or null")
+        }
         let results = try context.asAPICaller { tx, caller in
             try WritePath.apply(inputs, clientID: clientID, device: device, caller: caller, in: tx,
                                 limits: .init(documentBytes: limits.documentBytes))
