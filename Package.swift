@@ -74,7 +74,23 @@ let package = Package(
             dependencies: ["Database", "Support", "Accounts", "Blobs", "Patrol", "EventPublisher", "Operations", "Demo",
                            .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: strict),
-        .testTarget(name: "TidewayCoreTests", dependencies: ["tideway-worker"], swiftSettings: strict),
+        // Tests mirror Sources/: one test target per target.
+        .testTarget(name: "FastCGITests", dependencies: ["FastCGI", "Web"], swiftSettings: strict),
         .testTarget(name: "DatabaseTests", dependencies: ["Database"], swiftSettings: strict),
+        .testTarget(name: "TidewayJSONTests", dependencies: ["TidewayJSON"], swiftSettings: strict),
+        .testTarget(name: "SchemaTests", dependencies: ["Schema", "TidewayJSON"], swiftSettings: strict),
+        .testTarget(name: "MailTests", dependencies: ["Mail"], swiftSettings: strict),
+        .testTarget(name: "WebTests", dependencies: ["Web", "Accounts"], swiftSettings: strict),
+        .testTarget(name: "SyncTests", dependencies: ["Sync", "Database", "TidewayJSON"], swiftSettings: strict),
+        .testTarget(name: "BlobsTests", dependencies: ["Blobs", "Support"], swiftSettings: strict),
+        .testTarget(name: "DashboardsTests", dependencies: ["Dashboards", "Web"], swiftSettings: strict),
+        .testTarget(name: "AdministrationTests", dependencies: ["Administration"], swiftSettings: strict),
+        .testTarget(name: "BoardingsTests", dependencies: ["Boardings", "TidewayJSON"], swiftSettings: strict),
+        .testTarget(name: "PatrolTests", dependencies: ["Patrol"], swiftSettings: strict),
+        .testTarget(name: "OperationsTests", dependencies: ["Operations", "Database"], swiftSettings: strict),
+        .testTarget(name: "DemoTests", dependencies: ["Demo", "Support", "TidewayJSON"], swiftSettings: strict),
+        // The worker's wiring, driven in process: a table of requests through the whole app.
+        .testTarget(name: "WorkerTests", dependencies: ["tideway-worker", "FastCGI", "Support", "TidewayJSON", "Web"],
+                    swiftSettings: strict),
     ]
 )

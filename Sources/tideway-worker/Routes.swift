@@ -41,9 +41,9 @@ struct Capabilities {
     }
 
     /// The application with every route, its background threads started.
-    static func start(config: Config) throws -> App {
+    static func start(config: Config, waitForDatabase: Double = 60) throws -> App {
         let capabilities = try Capabilities(config: config)
-        let app = try App.start(config: config, routes: capabilities.routes)
+        let app = try App.start(config: config, waitForDatabase: waitForDatabase, routes: capabilities.routes)
         capabilities.sync.start(conninfo: config.database, pool: app.database)
         return app
     }

@@ -1,7 +1,9 @@
 import Foundation
 import Testing
 
-@testable import TidewayCore
+@testable import Demo
+@testable import Support
+@testable import TidewayJSON
 
 /// The repository's `Data/` folder, found from this file so that tests run from any directory.
 private let dataRoot = URL(fileURLWithPath: #filePath)

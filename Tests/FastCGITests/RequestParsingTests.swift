@@ -1,7 +1,7 @@
 import Testing
 
 @testable import FastCGI
-@testable import TidewayCore
+@testable import Web
 
 /// The request path's own parsing (FastCGI parameters, body, Authorization), which was
 /// rewritten without Foundation's string functions for speed: the same answers as before.

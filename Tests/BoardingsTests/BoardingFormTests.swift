@@ -1,6 +1,7 @@
 import Testing
 
-@testable import TidewayCore
+@testable import Boardings
+@testable import TidewayJSON
 
 /// The back-office report form (issue 6): documents to fields and back, only real changes
 /// in the patch, rows that keep their attachments, conflicts, search words, CSV quoting.

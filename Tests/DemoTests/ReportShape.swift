@@ -1,4 +1,4 @@
-@testable import TidewayCore
+@testable import TidewayJSON
 
 /// The `reports` shape of docs/domain.md, written out independently of the generator:
 /// which fields exist, which are required (`*`), and what each holds.

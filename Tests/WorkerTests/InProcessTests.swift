@@ -2,7 +2,10 @@ import FastCGI
 import Foundation
 import Testing
 
-@testable import TidewayCore
+@testable import Support
+@testable import TidewayJSON
+@testable import Web
+@testable import tideway_worker
 
 /// Requests fed to the application in process (no FastCGI, no nginx), against the test
 /// stack's real database. Skipped when no test stack is running (`make test` starts one).
@@ -90,7 +93,7 @@ enum InProcess {
             config.home = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
                 .deletingLastPathComponent().path
             config.threads = 4
-            let app = try App.start(config: config, waitForDatabase: 5)
+            let app = try Capabilities.start(config: config, waitForDatabase: 5)
             shared = app
             return app
         }

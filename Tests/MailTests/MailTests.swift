@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import TidewayCore
+@testable import Mail
 
 @Suite struct MailAddressTests {
     @Test func acceptsPlainAddressesOnly() {

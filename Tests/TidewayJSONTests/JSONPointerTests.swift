@@ -1,6 +1,6 @@
 import Testing
 
-@testable import TidewayCore
+@testable import TidewayJSON
 
 @Suite struct JSONPointerTests {
     @Test func escapesTildeAndSlashPerRFC6901() {

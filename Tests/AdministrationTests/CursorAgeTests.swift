@@ -1,6 +1,6 @@
 import Testing
 
-@testable import TidewayCore
+@testable import Administration
 
 @Suite struct CursorAgeTests {
     @Test func durationsInWords() {

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import TidewayCore
+@testable import TidewayJSON
 
 @Suite struct MergePatchTests {
     /// RFC 7396 Appendix A, every row: original, patch, result.

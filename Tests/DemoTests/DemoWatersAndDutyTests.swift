@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import TidewayCore
+@testable import Demo
 
 private let dataRoot = URL(fileURLWithPath: #filePath)
     .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

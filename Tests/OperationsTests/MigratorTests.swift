@@ -2,7 +2,7 @@ import Database
 import Foundation
 import Testing
 
-@testable import TidewayCore
+@testable import Operations
 
 /// `tideway migrate` on a scratch database built from a copy of Migrations/: ordered files
 /// once, repeatable files again only when one changed, and a failing repeatable file

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import TidewayCore
+@testable import TidewayJSON
 
 @Suite struct JSONParserTests {
     @Test func parsesEveryKindOfValue() throws {

@@ -1,11 +1,13 @@
 import Foundation
+import FoundationXML
 import Testing
 
+@testable import Dashboards
+@testable import Web
+
 #if canImport(FoundationXML)
-import FoundationXML
 #endif
 
-@testable import TidewayCore
 
 /// Parses SVG as XML (so any escaping mistake fails) and counts elements by class, and
 /// collects the text of `<title>`s.

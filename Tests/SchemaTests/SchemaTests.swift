@@ -1,6 +1,7 @@
 import Testing
 
-@testable import TidewayCore
+@testable import Schema
+@testable import TidewayJSON
 
 @Suite struct SchemaTests {
     private func validate(_ collection: String, _ document: JSON) -> Result<JSON, SchemaViolation> {

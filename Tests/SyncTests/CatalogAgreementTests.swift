@@ -2,7 +2,7 @@ import Database
 import Foundation
 import Testing
 
-@testable import TidewayCore
+@testable import Sync
 
 /// Swift and the database define the collections and the partition grammar once each:
 /// `SyncCollection` / `Partition` here, `app.collections` / `app.partition_kind` in the
