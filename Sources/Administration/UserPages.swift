@@ -138,19 +138,52 @@ enum UserPages {
         return AccountLinks.linkPage(context, caller: caller, link: link, userID: id, email: email, purpose: .invite, mail: mail)
     }
 
-    struct DeviceRow {
+    /// One user as the page shows them.
+    struct UserDetail: RowDecodable {
+        let email, displayName, firstName, lastName, agency, role, created, lastLogin: String
+        let active: Bool
+
+        init(row: Row) throws(DatabaseError) {
+            email = try row.decode("email")
+            displayName = try row.decode("display_name")
+            firstName = try row.decode("first_name")
+            lastName = try row.decode("last_name")
+            agency = try row.decode("agency")
+            role = try row.decode("role")
+            active = try row.decode("active")
+            created = try row.decode("created")
+            lastLogin = try row.decode("last_login")
+        }
+    }
+
+    struct DeviceRow: RowDecodable {
         let clientID: String
         let appVersion: String
         let firstSeen: String
         let lastPull: String
         let cursorAge: String
         let lastPush: String
+
+        init(row: Row) throws(DatabaseError) {
+            clientID = try row.decode("client_id")
+            appVersion = try row.decodeIfPresent("app_version") ?? ""
+            firstSeen = try row.decode("first_seen")
+            lastPull = try row.decode("last_pull")
+            cursorAge = CursorAge.text(row)
+            lastPush = try row.decode("last_push")
+        }
     }
 
-    struct ActivityRow {
+    struct ActivityRow: RowDecodable {
         let at: String
         let actor: String
         let action: String
+
+        init(row: Row) throws(DatabaseError) {
+            at = try row.decode("at")
+            actor = try row.decodeIfPresent("actor_email") ?? ""
+            action = try row.decode("action")
+        }
     }
 
     struct UserView {
@@ -186,42 +219,35 @@ enum UserPages {
         let id = try userID(context)
         return try WebSession.asUser(context, readOnly: true) { tx, caller in
             try Admin.requireAdmin(caller)
-            let results = try tx.queries([
-                """
-                select id, email, display_name, first_name, last_name, coalesce(agency, '') as agency, role, active,
-                       to_char(created_at at time zone 'UTC', 'YYYY-MM-DD HH24:MI') as created,
-                       coalesce(to_char(last_login_at at time zone 'UTC', 'YYYY-MM-DD HH24:MI'), 'never') as last_login
-                  from app.users where id = \(id)::uuid
-                """,
-                """
-                select d.client_id, d.app_version, to_char(d.first_seen at time zone 'UTC', 'YYYY-MM-DD HH24:MI') as first_seen,
-                       coalesce(to_char(d.last_pull at time zone 'UTC', 'YYYY-MM-DD HH24:MI'), '—') as last_pull,
-                       coalesce(to_char(d.last_push at time zone 'UTC', 'YYYY-MM-DD HH24:MI'), '—') as last_push,
-                       \(CursorAge.columns)
-                  from app.devices d where d.user_id = \(id)::uuid
-                 order by greatest(d.last_pull, d.last_push, d.first_seen) desc nulls last limit 50
-                """,
-                """
-                select to_char(at at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS') as at, actor_email, action
-                  from app.audit_log where target = \("user:" + id) or actor = \(id)::uuid order by at desc limit 20
-                """,
-            ])
-            guard let row = results[0].first else { throw AppError.notFound("no such user") }
-            let role = row["role"] ?? ""
-            let agency = row["agency"] ?? ""
+            let (user, devices, activity) = try tx.run(
+                Statement.first("""
+                    select id, email, display_name, first_name, last_name, coalesce(agency, '') as agency, role, active,
+                           to_char(created_at at time zone 'UTC', 'YYYY-MM-DD HH24:MI') as created,
+                           coalesce(to_char(last_login_at at time zone 'UTC', 'YYYY-MM-DD HH24:MI'), 'never') as last_login
+                      from app.users where id = \(id)::uuid
+                    """, as: UserDetail.self),
+                Statement.rows("""
+                    select d.client_id, d.app_version, to_char(d.first_seen at time zone 'UTC', 'YYYY-MM-DD HH24:MI') as first_seen,
+                           coalesce(to_char(d.last_pull at time zone 'UTC', 'YYYY-MM-DD HH24:MI'), '—') as last_pull,
+                           coalesce(to_char(d.last_push at time zone 'UTC', 'YYYY-MM-DD HH24:MI'), '—') as last_push,
+                           \(CursorAge.columns)
+                      from app.devices d where d.user_id = \(id)::uuid
+                     order by greatest(d.last_pull, d.last_push, d.first_seen) desc nulls last limit 50
+                    """, as: DeviceRow.self),
+                Statement.rows("""
+                    select to_char(at at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS') as at, actor_email, action
+                      from app.audit_log where target = \("user:" + id) or actor = \(id)::uuid order by at desc limit 20
+                    """, as: ActivityRow.self))
+            guard let user else { throw AppError.notFound("no such user") }
             let view = UserView(
-                chrome: Pages.Chrome(title: row["email"] ?? "User", caller: caller), csrf: caller.csrf, id: id,
-                email: row["email"] ?? "", firstName: row["first_name"] ?? "", lastName: row["last_name"] ?? "",
-                displayName: row["display_name"] ?? "", roleLabel: Role(rawValue: role)?.label ?? role, agency: agency,
-                active: row.bool("active") == true, createdAt: row["created"] ?? "", lastLogin: row["last_login"] ?? "",
-                isSelf: id == caller.info.userID, roles: roleOptions(for: caller, selected: role),
-                agencies: try agencyOptions(tx, for: caller, selected: agency, includeNone: caller.info.isGlobalAdmin),
+                chrome: Pages.Chrome(title: user.email, caller: caller), csrf: caller.csrf, id: id,
+                email: user.email, firstName: user.firstName, lastName: user.lastName,
+                displayName: user.displayName, roleLabel: Role(rawValue: user.role)?.label ?? user.role, agency: user.agency,
+                active: user.active, createdAt: user.created, lastLogin: user.lastLogin,
+                isSelf: id == caller.info.userID, roles: roleOptions(for: caller, selected: user.role),
+                agencies: try agencyOptions(tx, for: caller, selected: user.agency, includeNone: caller.info.isGlobalAdmin),
                 canPickAgency: caller.info.isGlobalAdmin,
-                devices: results[1].rows.map {
-                    DeviceRow(clientID: $0["client_id"] ?? "", appVersion: $0["app_version"] ?? "", firstSeen: $0["first_seen"] ?? "",
-                              lastPull: $0["last_pull"] ?? "", cursorAge: CursorAge.text($0), lastPush: $0["last_push"] ?? "")
-                },
-                activity: results[2].rows.map { ActivityRow(at: $0["at"] ?? "", actor: $0["actor_email"] ?? "", action: $0["action"] ?? "") },
+                devices: devices, activity: activity,
                 showActivity: caller.info.isGlobalAdmin,
                 notice: context.query["saved"] != nil ? "Saved." : nil)
             return Pages.html(context, "admin/user", view)
