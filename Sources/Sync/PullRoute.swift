@@ -5,6 +5,18 @@ import TidewayJSON
 import Web
 
 /// `POST /api/v1/sync/pull`: every requested partition answered from one snapshot.
+///
+/// The database work of a pull, all of it here and in `SyncService`:
+/// 1. presence (`Presence.touch`): its own small write transaction, at most every 15 s per
+///    login and worker — the pull itself is a read-only snapshot, which cannot write;
+/// 2. the idle check (`unchanged`): one statement with no BEGIN/COMMIT, only when every
+///    cursor stands at its partition's end (most polls: the measured fast path);
+/// 3. the snapshot (`run`): one REPEATABLE READ read-only transaction for every partition,
+///    sent with its COMMIT in one round trip; its opening authenticates the token;
+/// 4. the device record (`DevicePulls.record`): its own write, only for pulls that name
+///    their device, and only when the positions moved or a minute has passed.
+/// A long poll repeats 1–3 after each wake-up. Each step authenticates on its own because
+/// each is its own transaction; the idle check and the snapshot are never both writes.
 enum PullRoute {
     static func pull(_ context: RequestContext, _ service: SyncService) throws -> HTTPResponse {
         let body = try context.jsonObject(allowing: ["partitions", "limit", "wait", "clientId"])

@@ -95,7 +95,7 @@ extension AppError {
 
     static func from(database error: DatabaseError, requestID: String) -> AppError {
         if error.kind == .unavailable {
-            Log.warning("database unavailable: \(error.detail)", requestID: requestID)
+            Log.warning("database unavailable at \(error.phase.rawValue): \(error.detail)", requestID: requestID)
             return AppError(.unavailable, "the database is unreachable; try again")
         }
         let state = error.sqlState ?? ""
@@ -117,10 +117,10 @@ extension AppError {
         case "23505": return AppError(.conflict, "already exists")
         case "40001", "40P01", "55P03", "57014": return AppError(.unavailable, "the server is busy; try again")
         case _ where state.hasPrefix("22") || state.hasPrefix("23"):
-            Log.info("rejected by a database rule: \(state) \(error.detail)", requestID: requestID)
+            Log.info("rejected by a database rule at \(error.phase.rawValue): \(state) \(error.detail)", requestID: requestID)
             return AppError(.invalid, "the value breaks a rule")
         default:
-            Log.error("database error \(state): \(error.detail)", requestID: requestID)
+            Log.error("database error \(state) at \(error.phase.rawValue): \(error.detail)", requestID: requestID)
             return AppError(.internal, "internal error")
         }
     }

@@ -62,6 +62,8 @@ public final class CallerInfo: @unchecked Sendable {
 
     private var fields: Fields {
         if let resolved { return resolved }
+        // Not swallowed: a failed opening (an unknown token) is kept by the transaction as its
+        // `openingFailure`, and its next statement or its commit throws it (a 401).
         if let tx, tx.openingPending { try? tx.flushOpening() }
         let fields = Self.fields(from: tx?.openingResults.last) ?? Fields()
         resolved = fields
