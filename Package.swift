@@ -15,6 +15,11 @@ import PackageDescription
 //   6 capabilities   Boardings Patrol EventPublisher Operations Demo
 //   7 executables    tideway-worker (wiring of every route), tideway (the operator's tool)
 //
+// The client stack (what an app links, issue 16) is separate: it depends on no server target.
+//   1 TidewayModels  Codable domain structs and JSON values
+//   2 TidewayClient  the offline-first sync engine (GRDB store, outgoing queue, pull, auth)
+//   7 tideway-device a device on the library, for tests, demos and load
+//
 // The worker links no code only the command-line tool uses (Patrol's jobs, the event
 // publisher, migrations, compaction, demo data).
 let strict: [SwiftSetting] = [.enableUpcomingFeature("ExistentialAny")]
@@ -29,10 +34,14 @@ let package = Package(
     products: [
         .executable(name: "tideway-worker", targets: ["tideway-worker"]),
         .executable(name: "tideway", targets: ["tideway"]),
+        .executable(name: "tideway-device", targets: ["tideway-device"]),
+        .library(name: "TidewayModels", targets: ["TidewayModels"]),
+        .library(name: "TidewayClient", targets: ["TidewayClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.0.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         // 0 C shims
@@ -74,6 +83,13 @@ let package = Package(
             dependencies: ["Database", "Support", "Accounts", "Blobs", "Patrol", "EventPublisher", "Operations", "Demo",
                            .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: strict),
+        // The client stack: no server target below it.
+        module("TidewayModels", []),
+        module("TidewayClient", ["TidewayModels", "CCurl", .product(name: "GRDB", package: "GRDB.swift")]),
+        .executableTarget(
+            name: "tideway-device",
+            dependencies: ["TidewayClient", "TidewayModels", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: strict),
         // Tests mirror Sources/: one test target per target.
         .testTarget(name: "FastCGITests", dependencies: ["FastCGI", "Web"], swiftSettings: strict),
         .testTarget(name: "DatabaseTests", dependencies: ["Database"], swiftSettings: strict),
@@ -90,6 +106,7 @@ let package = Package(
         .testTarget(name: "PatrolTests", dependencies: ["Patrol"], swiftSettings: strict),
         .testTarget(name: "OperationsTests", dependencies: ["Operations", "Database"], swiftSettings: strict),
         .testTarget(name: "DemoTests", dependencies: ["Demo", "Support", "TidewayJSON"], swiftSettings: strict),
+        .testTarget(name: "TidewayClientTests", dependencies: ["TidewayClient", "TidewayModels"], swiftSettings: strict),
         // The worker's wiring, driven in process: a table of requests through the whole app.
         .testTarget(name: "WorkerTests", dependencies: ["tideway-worker", "FastCGI", "Support", "TidewayJSON", "Web"],
                     swiftSettings: strict),

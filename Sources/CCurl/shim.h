@@ -38,4 +38,24 @@ static inline CURLcode tw_curl_set_upload(CURL *curl, tw_curl_upload *upload) {
     if (rc == CURLE_OK) rc = curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
     return rc;
 }
+/* Where an answer's bytes go: a Swift function (no captures) and its context pointer. */
+typedef size_t (*tw_curl_write_fn)(char *bytes, size_t size, size_t count, void *userdata);
+static inline CURLcode tw_curl_set_write(CURL *curl, tw_curl_write_fn function, void *userdata) {
+    CURLcode rc = curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, function);
+    if (rc == CURLE_OK) rc = curl_easy_setopt(curl, CURLOPT_WRITEDATA, userdata);
+    return rc;
+}
+
+/* A request body, copied by libcurl (any method: CURLOPT_CUSTOMREQUEST names it). */
+static inline CURLcode tw_curl_set_body(CURL *curl, const void *bytes, long length) {
+    CURLcode rc = curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, length);
+    if (rc == CURLE_OK) rc = curl_easy_setopt(curl, CURLOPT_COPYPOSTFIELDS, bytes);
+    return rc;
+}
+
+static inline long tw_curl_response_code(CURL *curl) {
+    long code = 0;
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code);
+    return code;
+}
 #endif

@@ -11,16 +11,20 @@ import sys
 
 LAYERS = {
     0: {"CFastCGI", "CLibPQ", "CSodium", "CCurl"},
-    1: {"FastCGI", "Database", "TidewayJSON", "Support"},
-    2: {"Schema", "Mail"},
+    1: {"FastCGI", "Database", "TidewayJSON", "Support", "TidewayModels"},
+    2: {"Schema", "Mail", "TidewayClient"},
     3: {"Web"},
     4: {"Accounts", "Sync"},
     5: {"Events", "Blobs", "Chat", "Dashboards", "Administration"},
     6: {"Boardings", "Patrol", "EventPublisher", "Operations", "Demo"},
-    7: {"tideway-worker", "tideway"},
+    7: {"tideway-worker", "tideway", "tideway-device"},
 }
 # Code only the operator's tool runs: never linked into the worker.
 CLI_ONLY = {"Patrol", "EventPublisher", "Operations", "Demo"}
+# The client stack an app links (issue 16): apart from the C shim for libcurl, it depends on
+# no server target, and no server target depends on it.
+CLIENT = {"TidewayModels", "TidewayClient", "tideway-device"}
+CLIENT_MAY_USE = CLIENT | {"CCurl"}
 
 
 def layer_of(name):
@@ -49,6 +53,15 @@ def main():
             dep_layer = layer_of(dep)
             if dep_layer is not None and dep_layer >= layer:
                 problems.append(f"{name} (layer {layer}) depends on {dep} (layer {dep_layer}): imports point down only")
+    for name, local in deps.items():
+        if name in CLIENT:
+            for dep in local:
+                if dep not in CLIENT_MAY_USE:
+                    problems.append(f"client target {name} depends on server target {dep}")
+        elif not name.endswith("Tests"):
+            for dep in local:
+                if dep in CLIENT:
+                    problems.append(f"server target {name} depends on client target {dep}")
     for folder in sorted(os.listdir(os.path.join(root, "Sources"))):
         if folder not in deps:
             problems.append(f"Sources/{folder}: a folder that is no target")
