@@ -75,4 +75,11 @@ public struct AccountUser: Codable, Sendable, Hashable {
     public var displayName: String?
     public var agency: String?
     public var role: String
+    public init(id: String, email: String, displayName: String?, agency: String?, role: String) {
+        self.id = id
+        self.email = email
+        self.displayName = displayName
+        self.agency = agency
+        self.role = role
+    }
 }

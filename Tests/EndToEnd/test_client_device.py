@@ -1,0 +1,224 @@
+"""The client library (TidewayClient) end to end: the real `tideway-device` binary, one
+launch per call like an app that can be killed at any moment, against the real stack.
+Its state lives in a folder (tokens, one SQLite store per login)."""
+import json
+import os
+import signal
+import subprocess
+import time
+
+import requests
+
+from conftest import CA, URL, admin_db, new_user
+from synclib import Client, new_agency, user_id
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DEVICE = os.environ.get("TIDEWAY_DEVICE", os.path.join(REPO, ".build/release/tideway-device"))
+
+
+class Device:
+    """One device: a folder and the binary."""
+
+    def __init__(self, folder):
+        self.folder = str(folder)
+
+    def args(self, *args):
+        return [DEVICE, *args[:1], "--store", self.folder, "--url", URL, "--ca", CA, *args[1:]]
+
+    def run(self, *args, ok=True):
+        done = subprocess.run(self.args(*args), capture_output=True, text=True, timeout=300)
+        if ok:
+            assert done.returncode == 0, (args, done.returncode, done.stdout, done.stderr)
+            return json.loads(done.stdout) if done.stdout.strip() else None
+        return done
+
+    def start(self, *args):
+        return subprocess.Popen(self.args(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def status(self):
+        return self.run("status")
+
+    def get(self, collection, doc_id):
+        return self.run("get", collection, doc_id)
+
+
+def signed_in(tmp_path, email, name="device"):
+    device = Device(tmp_path / name)
+    user = device.run("login", email)
+    assert user["email"] == email
+    device.run("open")
+    return device
+
+
+def server_reports(ids):
+    """id -> (doc, history entries) as PostgreSQL holds them."""
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("select id, doc from sync.reports where id = any(%s) and not deleted", (list(ids),))
+        docs = dict(cur.fetchall())
+        cur.execute("select report_id, count(*) from app.report_history where report_id = any(%s) group by report_id",
+                    (list(ids),))
+        history = dict(cur.fetchall())
+    return {i: (docs[i], history.get(i, 0)) for i in docs}
+
+
+def test_an_offline_device_killed_twice_while_sending_delivers_every_report_once(tmp_path):
+    key = new_agency()
+    device = signed_in(tmp_path, new_user(agency=key))
+    device.run("offline")
+    ids = device.run("file-report", "--count", "200")["ids"]
+    assert len(set(ids)) == 200
+    refused = device.run("sync", ok=False)
+    assert refused.returncode == 1 and "offline" in refused.stderr
+    status = device.status()
+    assert status["pending"] == 200 and status["online"] is False
+    assert server_reports(ids) == {}
+
+    device.run("online")
+    # Killed after the first push left and its answer came back, before the device recorded it.
+    died = device.run("sync", "--batch", "40", "--die-after-push", ok=False)
+    assert died.returncode == -signal.SIGKILL
+    assert len(server_reports(ids)) == 40
+    assert device.status()["pending"] == 200
+
+    # Killed again at an arbitrary moment of a longer send.
+    sending = device.start("sync", "--batch", "10")
+    deadline = time.monotonic() + 120
+    while len(server_reports(ids)) < 80 and time.monotonic() < deadline and sending.poll() is None:
+        time.sleep(0.05)
+    sending.send_signal(signal.SIGKILL)
+    sending.wait()
+    assert 40 <= len(server_reports(ids)) <= 200
+
+    report = device.run("sync", "--batch", "50")
+    assert report["rejections"] == []
+    assert report["duplicates"] >= 40  # what the killed sends delivered came back as duplicates
+    status = device.status()
+    assert status["pending"] == 0 and status["rejections"] == [] and status["lastError"] is None
+    on_server = server_reports(ids)
+    assert sorted(on_server) == sorted(ids)
+    # Exactly once: a single history entry (the insert) per report.
+    assert {history for _, history in on_server.values()} == {1}
+    # The device's copy is the server's.
+    sample = ids[123]
+    assert device.get("reports", sample)["doc"] == on_server[sample][0]
+    assert device.get("reports", sample)["state"] == "synced"
+
+
+def test_an_offline_edit_and_an_office_edit_of_other_fields_both_survive(tmp_path):
+    key = new_agency()
+    p = f"agency={key}"
+    email = new_user(agency=key)
+    device = signed_in(tmp_path, email)
+    [rid] = device.run("file-report", "--vessel", "Amani")["ids"]
+    device.run("sync")
+    device.run("offline")
+    queued = device.run("edit", "reports", rid, "--patch", '{"vessel": {"name": "Bahari"}, "draft": true}')["queued"]
+    # Only the changed fields travel.
+    assert queued["patch"] == {"vessel": {"name": "Bahari"}, "draft": True}
+
+    office = Client(new_user(agency=key))
+    results = office.push([
+        {"changeId": "o1", "collection": "reports", "partition": p, "id": rid, "op": "update",
+         "patch": {"vessel": {"homePort": "Office Port"}, "captain": {"name": "Office Captain"}}},
+    ])
+    assert [r["status"] for r in results] == ["applied"]
+    # The same field, edited on the device after the office did: the later write wins.
+    device.run("edit", "reports", rid, "--patch", '{"captain": {"name": "Device Captain"}}')
+    assert device.status()["pending"] == 2
+
+    device.run("online")
+    device.run("sync")
+    [(server_doc, history)] = server_reports([rid]).values()
+    assert server_doc["vessel"]["name"] == "Bahari" and server_doc["vessel"]["homePort"] == "Office Port"
+    assert server_doc["captain"]["name"] == "Device Captain" and server_doc["draft"] is True
+    local = device.get("reports", rid)
+    assert local["doc"] == server_doc and local["state"] == "synced"
+
+
+def test_a_rejected_change_restores_the_servers_version_and_is_reported(tmp_path):
+    device = signed_in(tmp_path, new_user(agency=new_agency()))
+    [rid] = device.run("file-report", "--vessel", "Amani")["ids"]
+    device.run("sync")
+    device.run("edit", "reports", rid, "--patch", '{"vessel": {"name": 42}}')
+    assert device.get("reports", rid)["doc"]["vessel"]["name"] == 42
+    report = device.run("sync")
+    [rejection] = report["rejections"]
+    assert rejection["code"] == "invalid" and rejection["path"] == "/vessel/name" and rejection["id"] == rid
+    local = device.get("reports", rid)
+    assert local["doc"]["vessel"]["name"] == "Amani"
+    assert local["state"] == "rejected" and local["rejection"]["code"] == "invalid"
+    assert device.status()["rejections"][0]["changeId"] == rejection["changeId"]
+
+
+def test_an_officer_moved_to_another_agency_loses_the_old_agencys_documents(tmp_path):
+    old, new = new_agency(), new_agency()
+    email = new_user(agency=old)
+    device = signed_in(tmp_path, email)
+    device.run("file-report", "--count", "3")
+    device.run("sync")
+    assert device.status()["documents"]["reports"] == 3
+    device.run("offline")
+    [unsent] = device.run("file-report")["ids"]
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("update app.users set agency = %s where id = %s", (new, user_id(email)))
+    device.run("online")
+    report = device.run("sync")
+    assert f"agency={old}" in report["forbidden"]
+    status = device.status()
+    assert status["documents"].get("reports", 0) == 0 and status["pending"] == 0
+    assert [n["kind"] for n in status["notices"]] == ["forbidden"]
+    assert {(p["partition"], p["status"]) for p in status["partitions"]} >= {(f"agency={old}", "forbidden")}
+    # The unsent report is not dropped silently: it is reported.
+    assert [(r["id"], r["code"]) for r in status["rejections"]] == [(unsent, "forbidden")]
+
+
+def test_a_compacted_partition_is_pulled_again_keeping_unsent_changes(tmp_path):
+    key = new_agency()
+    p = f"agency={key}"
+    device = signed_in(tmp_path, new_user(agency=key))
+    ids = device.run("file-report", "--count", "3")["ids"]
+    device.run("sync")
+    office = Client(new_user(agency=key))
+    results = office.push([{"changeId": "d1", "collection": "reports", "partition": p, "id": ids[0], "op": "delete"}])
+    assert results[0]["status"] == "applied"
+    device.run("offline")
+    device.run("edit", "reports", ids[1], "--patch", '{"vessel": {"name": "Kept"}}')
+    [unsent] = device.run("file-report")["ids"]
+    compacted = subprocess.run([os.path.join(REPO, ".build/release/tideway"), "compact", "--database",
+                                os.environ["TIDEWAY_TEST_ADMIN_DATABASE"], "--older-than", "0s"],
+                               capture_output=True, text=True)
+    assert compacted.returncode == 0, compacted.stderr
+    device.run("online")
+    report = device.run("sync")
+    assert p in report["reset"]
+    status = device.status()
+    assert [n["kind"] for n in status["notices"]] == ["reset"]
+    assert status["pending"] == 0
+    on_server = server_reports(ids + [unsent])
+    assert sorted(on_server) == sorted(ids[1:] + [unsent])
+    assert on_server[ids[1]][0]["vessel"]["name"] == "Kept"
+    assert sorted(device.run("list", "reports")["ids"]) == sorted(ids[1:] + [unsent])
+    assert device.get("reports", ids[0]) is None
+
+
+def test_tokens_are_refreshed_once_and_logout_signs_out(tmp_path):
+    email = new_user(agency=new_agency())
+    device = signed_in(tmp_path, email)
+    tokens = os.path.join(device.folder, "tokens.json")
+    assert os.stat(tokens).st_mode & 0o777 == 0o600
+    with open(tokens) as f:
+        before = json.load(f)
+    # An access token the server no longer takes: the device refreshes (rotation) and goes on.
+    before_bad = dict(before, accessToken="not-a-token")
+    with open(tokens, "w") as f:
+        json.dump(before_bad, f)
+    device.run("sync")
+    with open(tokens) as f:
+        after = json.load(f)
+    assert after["refreshToken"] != before["refreshToken"] and after["accessToken"] != "not-a-token"
+    device.run("logout")
+    assert not os.path.exists(tokens)
+    assert device.status() == {"signedIn": False}
+    # Logout ended the login on the server: its refresh token is refused.
+    spent = requests.post(URL + "/api/v1/auth/refresh", json={"refreshToken": after["refreshToken"]}, verify=CA, timeout=30)
+    assert spent.status_code == 401

@@ -1,0 +1,54 @@
+import Testing
+import TidewayModels
+
+@Suite struct MergePatchTests {
+    /// RFC 7396 Appendix A: original, patch, result.
+    @Test(arguments: [
+        (#"{"a":"b"}"#, #"{"a":"c"}"#, #"{"a":"c"}"#),
+        (#"{"a":"b"}"#, #"{"b":"c"}"#, #"{"a":"b","b":"c"}"#),
+        (#"{"a":"b"}"#, #"{"a":null}"#, #"{}"#),
+        (#"{"a":"b","b":"c"}"#, #"{"a":null}"#, #"{"b":"c"}"#),
+        (#"{"a":["b"]}"#, #"{"a":"c"}"#, #"{"a":"c"}"#),
+        (#"{"a":"c"}"#, #"{"a":["b"]}"#, #"{"a":["b"]}"#),
+        (#"{"a":{"b":"c"}}"#, #"{"a":{"b":"d","c":null}}"#, #"{"a":{"b":"d"}}"#),
+        (#"{"a":[{"b":"c"}]}"#, #"{"a":[1]}"#, #"{"a":[1]}"#),
+        (#"["a","b"]"#, #"["c","d"]"#, #"["c","d"]"#),
+        (#"{"a":"b"}"#, #"["c"]"#, #"["c"]"#),
+        (#"{"a":"foo"}"#, "null", "null"),
+        (#"{"a":"foo"}"#, #""bar""#, #""bar""#),
+        (#"{"e":null}"#, #"{"a":1}"#, #"{"a":1,"e":null}"#),
+        (#"[1,2]"#, #"{"a":"b","c":null}"#, #"{"a":"b"}"#),
+        (#"{}"#, #"{"a":{"bb":{"ccc":null}}}"#, #"{"a":{"bb":{}}}"#),
+    ])
+    func rfc7396(original: String, patch: String, result: String) throws {
+        #expect(MergePatch.apply(try JSONValue.decode(patch), to: try JSONValue.decode(original)) == (try JSONValue.decode(result)))
+    }
+
+    /// The patch of an edit carries the changed fields only: what makes a concurrent edit of
+    /// another field survive on the server.
+    @Test func diffCarriesOnlyChangedFields() throws {
+        let old = try JSONValue.decode(#"{"_id":"r1","vessel":{"name":"Amani","homePort":"Zanzibar"},"crew":[{"name":"a"}],"draft":true}"#)
+        let new = try JSONValue.decode(#"{"_id":"r1","vessel":{"name":"Bahari","homePort":"Zanzibar"},"crew":[{"name":"a"}],"notes":[]}"#)
+        let patch = try #require(MergePatch.diff(from: old, to: new))
+        #expect(patch == (try JSONValue.decode(#"{"vessel":{"name":"Bahari"},"notes":[],"draft":null}"#)))
+        #expect(MergePatch.diff(from: old, to: old) == nil)
+    }
+
+    /// Applying the diff gives the new document back, for every pair of a small corpus.
+    @Test func diffThenApplyRoundTrips() throws {
+        let corpus = [
+            #"{"a":1}"#, #"{"a":2,"b":{"c":[1,2]}}"#, #"{"b":{"c":[1,2],"d":"x"}}"#, #"{}"#,
+            #"{"a":{"b":{"c":true}},"z":1.5}"#, #"{"a":{"b":{"c":false,"d":"e"}}}"#, #"{"a":"s","b":{}}"#,
+        ].map { try! JSONValue.decode($0) }
+        for old in corpus {
+            for new in corpus {
+                let patch = MergePatch.diff(from: old, to: new)
+                #expect(patch.map { MergePatch.apply($0, to: old) } ?? old == new, "\(old.text()) -> \(new.text())")
+            }
+        }
+    }
+
+    @Test func integersStayIntegers() throws {
+        #expect(try JSONValue.decode(#"{"n":3,"w":2.5}"#).text() == #"{"n":3,"w":2.5}"#)
+    }
+}
