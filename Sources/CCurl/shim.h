@@ -46,6 +46,22 @@ static inline CURLcode tw_curl_set_write(CURL *curl, tw_curl_write_fn function, 
     return rc;
 }
 
+/* Header lines go to the same kind of function (an answer's status before its body). */
+static inline CURLcode tw_curl_set_header(CURL *curl, tw_curl_write_fn function, void *userdata) {
+    CURLcode rc = curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, function);
+    if (rc == CURLE_OK) rc = curl_easy_setopt(curl, CURLOPT_HEADERDATA, userdata);
+    return rc;
+}
+
+/* Called about once a second even when no byte comes: a nonzero answer stops the transfer. */
+typedef int (*tw_curl_progress_fn)(void *userdata, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow);
+static inline CURLcode tw_curl_set_progress(CURL *curl, tw_curl_progress_fn function, void *userdata) {
+    CURLcode rc = curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, function);
+    if (rc == CURLE_OK) rc = curl_easy_setopt(curl, CURLOPT_XFERINFODATA, userdata);
+    if (rc == CURLE_OK) rc = curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+    return rc;
+}
+
 /* A request body, copied by libcurl (any method: CURLOPT_CUSTOMREQUEST names it). */
 static inline CURLcode tw_curl_set_body(CURL *curl, const void *bytes, long length) {
     CURLcode rc = curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, length);

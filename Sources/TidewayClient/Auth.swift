@@ -120,7 +120,8 @@ final class Session: @unchecked Sendable {
     /// A request with the Bearer token; one refresh and retry on 401.
     func send(_ method: String, _ path: String, json: JSONValue? = nil, body: Data? = nil,
               contentType: String? = nil, headers extra: [String] = [], timeout: Int = 60,
-              stream: ((Data) -> Bool)? = nil) throws -> HTTPResponse {
+              stream: ((Data) -> Bool)? = nil, onHeaders: ((Int) -> Void)? = nil,
+              shouldStop: (() -> Bool)? = nil, onHeaderLine: ((String) -> Void)? = nil) throws -> HTTPResponse {
         for attempt in 0..<2 {
             guard let tokens = current else { throw TidewayError.signedOut }
             var headers = ["Authorization: Bearer " + tokens.accessToken] + extra
@@ -131,7 +132,8 @@ final class Session: @unchecked Sendable {
             } else if let contentType {
                 headers.append("Content-Type: " + contentType)
             }
-            let answer = try http.send(method, path, headers: headers, body: payload, timeout: timeout, stream: stream)
+            let answer = try http.send(method, path, headers: headers, body: payload, timeout: timeout, stream: stream,
+                                       onHeaders: onHeaders, shouldStop: shouldStop, onHeaderLine: onHeaderLine)
             if answer.status == 401 && attempt == 0 {
                 try refresh(after: tokens.accessToken)
                 continue

@@ -64,19 +64,42 @@ public final class HTTPTransport: Sendable {
     /// Collects the answer's bytes, or hands each chunk to `stream` (which may stop it).
     private final class Sink {
         var data = Data()
+        var headers: [String] = []
         let stream: ((Data) -> Bool)?
-        init(stream: ((Data) -> Bool)?) { self.stream = stream }
+        let onHeaders: ((Int) -> Void)?
+        let shouldStop: (() -> Bool)?
+        let onHeaderLine: ((String) -> Void)?
+        init(stream: ((Data) -> Bool)?, onHeaders: ((Int) -> Void)?, shouldStop: (() -> Bool)?,
+             onHeaderLine: ((String) -> Void)?) {
+            self.stream = stream
+            self.onHeaders = onHeaders
+            self.shouldStop = shouldStop
+            self.onHeaderLine = onHeaderLine
+        }
+
+        func header(_ line: String) {
+            onHeaderLine?(line)
+            if line.hasPrefix("HTTP/") {
+                headers = [line]
+            } else if line == "\r\n" || line == "\n" {
+                let parts = headers.first?.split(separator: " ") ?? []
+                if parts.count > 1, let status = Int(parts[1]) { onHeaders?(status) }
+            } else {
+                headers.append(line)
+            }
+        }
     }
 
     /// One request. `timeout` is in seconds (0: none). Throws `.network` when no answer came.
     public func send(_ method: String, _ path: String, headers: [String] = [], body: Data? = nil,
-                     timeout: Int = 60, stream: ((Data) -> Bool)? = nil) throws -> HTTPResponse {
+                     timeout: Int = 60, stream: ((Data) -> Bool)? = nil, onHeaders: ((Int) -> Void)? = nil,
+                     shouldStop: (() -> Bool)? = nil, onHeaderLine: ((String) -> Void)? = nil) throws -> HTTPResponse {
         guard Self.initialized, let curl = curl_easy_init() else { throw TidewayError.network("libcurl did not start") }
         defer { curl_easy_cleanup(curl) }
         var list: UnsafeMutablePointer<curl_slist>? = nil
         for header in headers + ["Expect:"] { list = curl_slist_append(list, header) }
         defer { curl_slist_free_all(list) }
-        let sink = Sink(stream: stream)
+        let sink = Sink(stream: stream, onHeaders: onHeaders, shouldStop: shouldStop, onHeaderLine: onHeaderLine)
         let context = Unmanaged.passUnretained(sink).toOpaque()
         let errors = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
         errors.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
@@ -98,7 +121,18 @@ public final class HTTPTransport: Sendable {
                 sink.data.append(chunk)
                 return size * count
             }, context),
+            tw_curl_set_header(curl, { bytes, size, count, userdata in
+                let sink = Unmanaged<Sink>.fromOpaque(userdata!).takeUnretainedValue()
+                sink.header(String(decoding: UnsafeRawBufferPointer(start: bytes, count: size * count), as: UTF8.self))
+                return size * count
+            }, context),
         ]
+        if shouldStop != nil {
+            codes.append(tw_curl_set_progress(curl, { userdata, _, _, _, _ in
+                let sink = Unmanaged<Sink>.fromOpaque(userdata!).takeUnretainedValue()
+                return sink.shouldStop?() == true ? 1 : 0
+            }, context))
+        }
         if let caFile { codes.append(tw_curl_set_string(curl, CURLOPT_CAINFO, caFile)) }
         if let body = body ?? (method == "GET" || method == "HEAD" ? nil : Data()) {
             codes.append(body.withUnsafeBytes { tw_curl_set_body(curl, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, body.count) })
@@ -108,7 +142,7 @@ public final class HTTPTransport: Sendable {
         }
         let code = curl_easy_perform(curl)
         withExtendedLifetime(sink) {}
-        if code == CURLE_WRITE_ERROR, stream != nil {
+        if code == CURLE_WRITE_ERROR || code == CURLE_ABORTED_BY_CALLBACK, stream != nil {
             return HTTPResponse(status: tw_curl_response_code(curl), body: Data())
         }
         guard code == CURLE_OK else {

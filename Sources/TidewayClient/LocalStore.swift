@@ -106,6 +106,11 @@ public final class LocalStore: Sendable {
                     seq INTEGER PRIMARY KEY AUTOINCREMENT, changeId TEXT NOT NULL, partition TEXT NOT NULL,
                     collection TEXT NOT NULL, id TEXT NOT NULL, op TEXT NOT NULL,
                     code TEXT NOT NULL, message TEXT NOT NULL, path TEXT);
+                -- Photos waiting to be uploaded (PUT /blobs/<id>), apart from record sync: a report
+                -- syncs at once, its photos follow. The bytes wait in a file of the store's folder.
+                CREATE TABLE uploads (
+                    photoId TEXT PRIMARY KEY, partition TEXT NOT NULL, file TEXT NOT NULL,
+                    contentType TEXT NOT NULL, bytes INTEGER NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, lastError TEXT);
                 CREATE TABLE notices (
                     seq INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, partition TEXT, detail TEXT NOT NULL);
                 """)
@@ -333,6 +338,61 @@ public final class LocalStore: Sendable {
                        arguments: [doc?.text(), state, rejectionText, partition, collection, id])
     }
 
+    // MARK: photos
+
+    /// Inserts a photo document and queues its upload, in one transaction. `file` holds the
+    /// bytes already (in the store's folder: it must outlive the app being killed).
+    @discardableResult
+    public func insertPhoto(_ doc: JSONValue, partition: String, file: String, contentType: String, bytes: Int) throws -> QueuedChange? {
+        guard let id = doc["_id"]?.stringValue else { throw TidewayError.local("a photo needs a string _id") }
+        return try queue.write { db in
+            try db.execute(sql: "INSERT INTO uploads (photoId, partition, file, contentType, bytes) VALUES (?, ?, ?, ?, ?)",
+                           arguments: [id, partition, file, contentType, bytes])
+            return try Self.enqueue(db, partition, "photos", id, op: "insert", body: doc)
+        }
+    }
+
+    public struct Upload: Sendable, Hashable, Codable {
+        public var photoId: String
+        public var partition: String
+        public var file: String
+        public var contentType: String
+        public var bytes: Int
+        public var attempts: Int
+        public var lastError: String?
+    }
+
+    /// Uploads whose photo document the server has (its queued changes are all sent).
+    public func readyUploads() throws -> [Upload] {
+        try queue.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT * FROM uploads u WHERE NOT EXISTS (
+                    SELECT 1 FROM outbox o WHERE o.collection = 'photos' AND o.id = u.photoId AND o.partition = u.partition)
+                ORDER BY rowid
+                """).map(Self.upload)
+        }
+    }
+
+    public func uploads() throws -> [Upload] {
+        try queue.read { db in try Row.fetchAll(db, sql: "SELECT * FROM uploads ORDER BY rowid").map(Self.upload) }
+    }
+
+    private static func upload(_ row: Row) -> Upload {
+        Upload(photoId: row["photoId"], partition: row["partition"], file: row["file"], contentType: row["contentType"],
+               bytes: row["bytes"], attempts: row["attempts"], lastError: row["lastError"])
+    }
+
+    /// The upload is done (or can never be): it leaves the queue.
+    public func finishUpload(_ photoId: String) throws {
+        try queue.write { db in try db.execute(sql: "DELETE FROM uploads WHERE photoId = ?", arguments: [photoId]) }
+    }
+
+    public func failUpload(_ photoId: String, error: String) throws {
+        try queue.write { db in
+            try db.execute(sql: "UPDATE uploads SET attempts = attempts + 1, lastError = ? WHERE photoId = ?", arguments: [error, photoId])
+        }
+    }
+
     // MARK: push
 
     /// The next changes to push, oldest first, within the contract's limits (1,000 changes,
@@ -432,6 +492,7 @@ public final class LocalStore: Sendable {
             }
             try db.execute(sql: "DELETE FROM outbox WHERE partition = ?", arguments: [partition])
             try db.execute(sql: "DELETE FROM documents WHERE partition = ?", arguments: [partition])
+            try db.execute(sql: "DELETE FROM uploads WHERE partition = ?", arguments: [partition])
             try db.execute(sql: "UPDATE partitions SET status = 'forbidden', cursor = NULL WHERE partition = ?", arguments: [partition])
             try db.execute(sql: "INSERT INTO notices (kind, partition, detail) VALUES ('forbidden', ?, ?)",
                            arguments: [partition, "access revoked: \(documents) local documents and \(dropped.count) unsent changes removed"])
@@ -452,6 +513,12 @@ public final class LocalStore: Sendable {
         }
     }
 
+    public func notice(kind: String, partition: String?, detail: String) throws {
+        try queue.write { db in
+            try db.execute(sql: "INSERT INTO notices (kind, partition, detail) VALUES (?, ?, ?)", arguments: [kind, partition, detail])
+        }
+    }
+
     public func markInvalid(partition: String) throws {
         try queue.write { db in
             try db.execute(sql: "UPDATE partitions SET status = 'invalid' WHERE partition = ?", arguments: [partition])
@@ -461,7 +528,7 @@ public final class LocalStore: Sendable {
     /// Everything of this login, for a logout that clears local data.
     public func wipe() throws {
         try queue.write { db in
-            for table in ["documents", "outbox", "rejections", "notices", "partitions"] {
+            for table in ["documents", "outbox", "rejections", "notices", "partitions", "uploads"] {
                 try db.execute(sql: "DELETE FROM \(table)")
             }
         }

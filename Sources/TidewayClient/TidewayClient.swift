@@ -29,6 +29,8 @@ public final class TidewayClient: @unchecked Sendable {
 
     /// Changes per push (the contract allows 1,000).
     public var batchSize = 500
+    /// A pause between pushes (a slow link, in tests and load runs).
+    public var pauseBetweenBatches: Double = 0
     /// Called after a push's answer arrived and before it is recorded (tests kill the device here:
     /// the server applied the batch, the device never learnt it).
     public var afterPushAnswered: (@Sendable () -> Void)?
@@ -109,6 +111,7 @@ public final class TidewayClient: @unchecked Sendable {
             report.duplicates += results.filter { $0["status"]?.stringValue == "duplicate" }.count
             report.rejections += rejections
             if results.count < batch.count { break }
+            if pauseBetweenBatches > 0 { Thread.sleep(forTimeInterval: pauseBetweenBatches) }
         }
         return report
     }

@@ -18,7 +18,7 @@ struct Device: ParsableCommand {
         commandName: "tideway-device",
         abstract: "A Tideway device (an app on TidewayClient) on the command line.",
         subcommands: [Login.self, Logout.self, Open.self, FileReport.self, Edit.self, Delete.self, Get.self, List.self,
-                      Sync.self, Offline.self, Online.self, Status.self])
+                      Sync.self, Watch.self, Offline.self, Online.self, Status.self])
 }
 
 struct Global: ParsableArguments {
@@ -36,7 +36,7 @@ func emit(_ value: JSONValue) {
     print(value.text())
 }
 
-func emit<T: Encodable>(_ value: T) throws {
+func emitEncoded<T: Encodable>(_ value: T) throws {
     emit(try JSONValue.from(value))
 }
 
@@ -57,7 +57,7 @@ struct Login: ParsableCommand {
     func run() throws {
         do {
             let user = try global.client().login(email: email, password: password, device: device)
-            try emit(user)
+            try emitEncoded(user)
         } catch { throw fail(error) }
     }
 }
@@ -187,15 +187,48 @@ struct Sync: ParsableCommand {
     @Option(help: "Changes per push.") var batch = 500
     @Option(help: "Long-poll seconds when nothing changed.") var wait = 0
     @Flag(help: "Die (SIGKILL) after the first push's answer arrived, before recording it.") var dieAfterPush = false
+    @Option(help: "Seconds to pause between pushes (a slow link).") var pause: Double = 0
+    @Flag(help: "Do not upload queued photos.") var noPhotos = false
 
     func run() throws {
         do {
             let client = try global.client()
             client.batchSize = batch
+            client.pauseBetweenBatches = pause
             if dieAfterPush {
                 client.afterPushAnswered = { kill(getpid(), SIGKILL) }
             }
-            try emit(client.sync(wait: wait))
+            var report = try JSONValue.from(client.sync(wait: wait))
+            if !noPhotos, case .object(var fields) = report {
+                fields["photos"] = try JSONValue.from(client.uploadPhotos())
+                report = .object(fields)
+            }
+            emit(report)
+        } catch { throw fail(error) }
+    }
+}
+
+struct Watch: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Stay connected: the event stream (or long polls) keeps the store current; one JSON line per event.")
+    @OptionGroup var global: Global
+    @Option(help: "How long to stay connected.") var seconds: Double = 30
+    @Flag(help: "Ask for an events path that does not exist, as if a proxy blocked the stream: long polls carry on.") var blockEvents = false
+
+    func run() throws {
+        do {
+            let client = try global.client()
+            try client.live(seconds: seconds, blockEvents: blockEvents) { event in
+                let now = JSONValue.double(Date().timeIntervalSince1970)
+                switch event {
+                case .streamOpen: emit(["event": "open", "at": now])
+                case .streamDown(let reason): emit(["event": "down", "reason": .string(reason), "at": now])
+                case .failed(let reason): emit(["event": "error", "reason": .string(reason), "at": now])
+                case .synced(let report, let trigger):
+                    emit(["event": "synced", "via": .string(trigger.rawValue), "pulled": .int(Int64(report.pulled)),
+                          "pushed": .int(Int64(report.pushed)), "at": now])
+                }
+                fflush(nil)
+            }
         } catch { throw fail(error) }
     }
 }
