@@ -18,7 +18,7 @@ struct Device: ParsableCommand {
         commandName: "tideway-device",
         abstract: "A Tideway device (an app on TidewayClient) on the command line.",
         subcommands: [Login.self, Logout.self, Open.self, FileReport.self, Edit.self, Delete.self, Get.self, List.self,
-                      Sync.self, Watch.self, Offline.self, Online.self, Status.self])
+                      Sync.self, Watch.self, PhotoCommand.self, Offline.self, Online.self, Status.self])
 }
 
 struct Global: ParsableArguments {
@@ -97,6 +97,9 @@ struct FileReport: ParsableCommand {
     @Option(help: "The agency partition (default: the user's agency).") var partition: String?
     @Option(help: "A report id (with --count 1).") var id: String?
     @Option(help: "The vessel's name (default: random).") var vessel: String?
+    @Option(help: "Photos per report.") var photos = 0
+    @Option(help: "A JPEG to attach (default: random JPEG-like bytes, unique per photo).") var photo: String?
+    @Option(help: "Bytes of each random photo.") var photoSize = 100_000
 
     func run() throws {
         do {
@@ -107,13 +110,24 @@ struct FileReport: ParsableCommand {
             }
             let store = try client.store
             var ids: [String] = []
+            var photoIds: [String] = []
+            let given = try photo.map { try Data(contentsOf: URL(fileURLWithPath: $0)) }
             for index in 0..<count {
-                let report = RandomReport.make(id: (count == 1 ? id : nil) ?? RandomReport.objectId(),
+                var report = RandomReport.make(id: (count == 1 ? id : nil) ?? RandomReport.objectId(),
                                                officer: user, vessel: vessel, index: index)
+                let attached = (0..<photos).map { _ in RandomReport.objectId() }
+                if !attached.isEmpty { report.notes = [AnnotatedNote(note: "photos of the catch", photoIDs: attached)] }
                 try store.insert(JSONValue.from(report), collection: "reports", partition: partition)
+                for photoId in attached {
+                    let bytes = given ?? RandomReport.jpegLike(size: photoSize)
+                    let doc = Photo(_id: photoId, thumbNail: RandomReport.thumbnail, referencingReportID: report._id,
+                                    date: report.timestamp)
+                    try client.addPhoto(doc, bytes: bytes, partition: partition)
+                }
                 ids.append(report._id)
+                photoIds += attached
             }
-            emit(.object(["ids": .array(ids.map(JSONValue.string))]))
+            emit(.object(["ids": .array(ids.map(JSONValue.string)), "photos": .array(photoIds.map(JSONValue.string))]))
         } catch { throw fail(error) }
     }
 }
@@ -233,6 +247,21 @@ struct Watch: ParsableCommand {
     }
 }
 
+struct PhotoCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "photo", abstract: "Download a photo (cached, revalidated with its ETag).")
+    @OptionGroup var global: Global
+    @Argument var photoId: String
+    @Option var out: String
+
+    func run() throws {
+        do {
+            let data = try global.client().photo(photoId)
+            try data.write(to: URL(fileURLWithPath: out))
+            emit(.object(["bytes": .int(Int64(data.count))]))
+        } catch { throw fail(error) }
+    }
+}
+
 struct Offline: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Stay off the network (writes are queued).")
     @OptionGroup var global: Global
@@ -278,6 +307,8 @@ struct Status: ParsableCommand {
                                                      "partition": .string($0.partition), "state": .string($0.state)]) }),
                 "partitions": .array(try store.partitions().map { try JSONValue.from($0) }),
                 "documents": .object(counts),
+                "uploads": .array(try store.uploads().map { .object(["photoId": .string($0.photoId), "bytes": .int(Int64($0.bytes)),
+                                                                   "attempts": .int(Int64($0.attempts))]) }),
                 "rejections": .array(try store.rejections().map { try JSONValue.from($0) }),
                 "notices": .array(try store.notices().map { try JSONValue.from($0) }),
                 "lastSync": (try store.meta("lastSync")).map(JSONValue.string) ?? .null,

@@ -12,6 +12,17 @@ enum RandomReport {
         (0..<12).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
     }
 
+    /// Bytes that start like a JPEG (what the server checks) and are unique.
+    static func jpegLike(size: Int) -> Data {
+        var bytes = Data([0xFF, 0xD8, 0xFF, 0xE0])
+        var generator = SystemRandomNumberGenerator()
+        bytes.append(contentsOf: (0..<max(0, size - 4)).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        return bytes
+    }
+
+    /// A small base64 thumbnail (the document keeps it; the picture goes to the blob store).
+    static let thumbnail = Data([0xFF, 0xD8, 0xFF, 0xE0] + Array(repeating: UInt8(7), count: 60)).base64EncodedString()
+
     static func make(id: String, officer: AccountUser, vessel: String?, index: Int) -> Report {
         let now = ISO8601DateFormatter().string(from: Date())
         let parts = (officer.displayName ?? "Officer Tideway").split(separator: " ")

@@ -1,15 +1,17 @@
 """The client library (TidewayClient) end to end: the real `tideway-device` binary, one
 launch per call like an app that can be killed at any moment, against the real stack.
 Its state lives in a folder (tokens, one SQLite store per login)."""
+import hashlib
 import json
 import os
 import signal
 import subprocess
 import time
 
+import pytest
 import requests
 
-from conftest import CA, URL, admin_db, new_user
+from conftest import CA, STATE, URL, admin_db, new_user
 from synclib import Client, new_agency, user_id
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -65,12 +67,15 @@ def test_an_offline_device_killed_twice_while_sending_delivers_every_report_once
     key = new_agency()
     device = signed_in(tmp_path, new_user(agency=key))
     device.run("offline")
-    ids = device.run("file-report", "--count", "200")["ids"]
-    assert len(set(ids)) == 200
+    ids = device.run("file-report", "--count", "150")["ids"]
+    filed = device.run("file-report", "--count", "50", "--photos", "1", "--photo-size", "30000")
+    ids += filed["ids"]
+    photos = filed["photos"]
+    assert len(set(ids)) == 200 and len(set(photos)) == 50
     refused = device.run("sync", ok=False)
     assert refused.returncode == 1 and "offline" in refused.stderr
     status = device.status()
-    assert status["pending"] == 200 and status["online"] is False
+    assert status["pending"] == 250 and status["online"] is False and len(status["uploads"]) == 50
     assert server_reports(ids) == {}
 
     device.run("online")
@@ -78,7 +83,7 @@ def test_an_offline_device_killed_twice_while_sending_delivers_every_report_once
     died = device.run("sync", "--batch", "40", "--die-after-push", ok=False)
     assert died.returncode == -signal.SIGKILL
     assert len(server_reports(ids)) == 40
-    assert device.status()["pending"] == 200
+    assert device.status()["pending"] == 250
 
     # Killed again at an arbitrary moment of a longer send.
     sending = device.start("sync", "--batch", "10", "--pause", "0.1")
@@ -89,12 +94,14 @@ def test_an_offline_device_killed_twice_while_sending_delivers_every_report_once
     sending.wait()
     assert 80 <= len(server_reports(ids)) <= 200
     left = device.status()["pending"]
-    assert 0 < left <= 160  # the killed send had recorded the first answers (duplicates of the first kill)
+    assert 0 < left <= 210  # the killed send had recorded the first answers (duplicates of the first kill)
 
     report = device.run("sync", "--batch", "50")
     assert report["rejections"] == [] and report["applied"] + report["duplicates"] == left
+    assert report["photos"]["uploaded"] == 50 and report["photos"]["refused"] == []
     status = device.status()
     assert status["pending"] == 0 and status["rejections"] == [] and status["lastError"] is None
+    assert status["uploads"] == []
     on_server = server_reports(ids)
     assert sorted(on_server) == sorted(ids)
     # Exactly once: a single history entry (the insert) per report.
@@ -103,6 +110,21 @@ def test_an_offline_device_killed_twice_while_sending_delivers_every_report_once
     sample = ids[123]
     assert device.get("reports", sample)["doc"] == on_server[sample][0]
     assert device.get("reports", sample)["state"] == "synced"
+    # Every photo stored once: its blob, its own bytes, and the document pointing at it.
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("select photo_id, sha256, bytes from app.photo_blobs where photo_id = any(%s)", (photos,))
+        blobs = {pid: (digest, size) for pid, digest, size in cur.fetchall()}
+        cur.execute("select count(*) from sync.photos where id = any(%s) and doc->>'pictureURL' = '/api/v1/blobs/' || id",
+                    (photos,))
+        assert cur.fetchone()[0] == 50
+    assert sorted(blobs) == sorted(photos) and len({d for d, _ in blobs.values()}) == 50
+    for digest, size in blobs.values():
+        assert os.path.getsize(os.path.join(STATE, "blobs", digest[:2], digest[2:4], digest)) == size == 30000
+    out = tmp_path / "photo.jpg"
+    assert device.run("photo", photos[7], "--out", str(out))["bytes"] == 30000
+    assert hashlib.sha256(out.read_bytes()).hexdigest() == blobs[photos[7]][0]
+    # A second download is revalidated with the ETag (304) and served from the cache.
+    assert device.run("photo", photos[7], "--out", str(out))["bytes"] == 30000
 
 
 def test_an_offline_edit_and_an_office_edit_of_other_fields_both_survive(tmp_path):
@@ -223,3 +245,67 @@ def test_tokens_are_refreshed_once_and_logout_signs_out(tmp_path):
     # Logout ended the login on the server: its refresh token is refused.
     spent = requests.post(URL + "/api/v1/auth/refresh", json={"refreshToken": after["refreshToken"]}, verify=CA, timeout=30)
     assert spent.status_code == 401
+
+
+class Watching:
+    """`tideway-device watch` in the background, its JSON lines read on a thread."""
+
+    def __init__(self, device, *args, seconds=60):
+        import queue
+        import threading
+        self.lines = queue.Queue()
+        self.process = device.start("watch", "--seconds", str(seconds), *args)
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.process.stdout:
+            self.lines.put(json.loads(line))
+
+    def next(self, predicate, timeout=30):
+        import queue
+        deadline = time.monotonic() + timeout
+        seen = []
+        while time.monotonic() < deadline:
+            try:
+                event = self.lines.get(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            seen.append(event)
+            if predicate(event):
+                return event
+        raise AssertionError(f"no such event; saw {seen}")
+
+    def stop(self):
+        self.process.kill()
+        self.process.wait()
+
+
+@pytest.mark.parametrize("blocked", [False, True], ids=["event stream", "long polls"])
+def test_a_back_office_change_reaches_a_connected_device(tmp_path, blocked):
+    key = new_agency()
+    p = f"agency={key}"
+    device = signed_in(tmp_path, new_user(agency=key))
+    [rid] = device.run("file-report", "--vessel", "Amani")["ids"]
+    device.run("sync")
+    watching = Watching(device, *(["--block-events"] if blocked else []))
+    try:
+        # Both, in either order: the first sync, and the stream opened (or refused).
+        wanted = {"down" if blocked else "open", "synced"}
+        while wanted:
+            wanted.discard(watching.next(lambda e: e["event"] in wanted)["event"])
+        office = Client(new_user(agency=key))
+        latencies = []
+        for n in range(3):
+            time.sleep(0.3)
+            sent = time.time()
+            results = office.push([{"changeId": f"w{n}", "collection": "reports", "partition": p, "id": rid, "op": "update",
+                                    "patch": {"vessel": {"homePort": f"Port {n}"}}}])
+            assert results[0]["status"] == "applied"
+            event = watching.next(lambda e: e["event"] == "synced" and e["pulled"] > 0)
+            assert event["via"] == ("poll" if blocked else "events")
+            latencies.append(event["at"] - sent)
+            assert device.get("reports", rid)["doc"]["vessel"]["homePort"] == f"Port {n}"
+        print(f"\nback office -> device store via {'long polls' if blocked else 'events'}: "
+              f"{', '.join(f'{1000 * s:.0f} ms' for s in latencies)}")
+    finally:
+        watching.stop()
