@@ -396,7 +396,8 @@ public final class LocalStore: Sendable {
     // MARK: push
 
     /// The next changes to push, oldest first, within the contract's limits (1,000 changes,
-    /// a 16 MiB body: we stay under `maxBytes`). They are marked `sending`.
+    /// a 16 MiB body: we stay under `maxBytes`), ending after a `users` change. They are
+    /// marked `sending`.
     public func nextBatch(limit: Int, maxBytes: Int = 8 << 20) throws -> [QueuedChange] {
         try queue.write { db in
             var batch: [QueuedChange] = []
@@ -406,6 +407,10 @@ public final class LocalStore: Sendable {
                 if !batch.isEmpty && bytes + size > maxBytes { break }
                 batch.append(change)
                 bytes += size
+                // A change to the user's own document can grant partitions (creating a
+                // conversation); the server decides a push's rights when it starts, so what
+                // follows goes in the next push.
+                if change.collection == "users" { break }
             }
             if let last = batch.last {
                 try db.execute(sql: "UPDATE outbox SET state = 'sending' WHERE seq <= ?", arguments: [last.seq])

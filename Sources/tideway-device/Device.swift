@@ -18,7 +18,7 @@ struct Device: ParsableCommand {
         commandName: "tideway-device",
         abstract: "A Tideway device (an app on TidewayClient) on the command line.",
         subcommands: [Login.self, Logout.self, Open.self, FileReport.self, Edit.self, Delete.self, Get.self, List.self,
-                      Sync.self, Watch.self, PhotoCommand.self, Offline.self, Online.self, Status.self])
+                      Sync.self, Watch.self, PhotoCommand.self, ChatCommand.self, Offline.self, Online.self, Status.self])
 }
 
 struct Global: ParsableArguments {
@@ -72,7 +72,7 @@ struct Logout: ParsableCommand {
 }
 
 struct Open: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Open partitions (default: the user's agency and own user document).")
+    static let configuration = CommandConfiguration(abstract: "Open partitions (default: the user's own document, every user's profile, the user's agency).")
     @OptionGroup var global: Global
     @Argument var partitions: [String] = []
 
@@ -82,7 +82,7 @@ struct Open: ParsableCommand {
             guard let user = client.user else { throw TidewayError.signedOut }
             var names = partitions
             if names.isEmpty {
-                names = ["user=\(user.id)"] + (user.agency.map { ["agency=\($0)"] } ?? [])
+                names = ["user=\(user.id)", "all-users=all-the-users"] + (user.agency.map { ["agency=\($0)"] } ?? [])
             }
             for name in names { try client.open(partition: name) }
             emit(.object(["opened": .array(names.map(JSONValue.string))]))

@@ -25,7 +25,8 @@ class Device:
         self.folder = str(folder)
 
     def args(self, *args):
-        return [DEVICE, *args[:1], "--store", self.folder, "--url", URL, "--ca", CA, *args[1:]]
+        verb = 2 if args[0] == "chat" else 1
+        return [DEVICE, *args[:verb], "--store", self.folder, "--url", URL, "--ca", CA, *args[verb:]]
 
     def run(self, *args, ok=True):
         done = subprocess.run(self.args(*args), capture_output=True, text=True, timeout=300)
@@ -44,11 +45,11 @@ class Device:
         return self.run("get", collection, doc_id)
 
 
-def signed_in(tmp_path, email, name="device"):
+def signed_in(tmp_path, email, name="device", partitions=()):
     device = Device(tmp_path / name)
     user = device.run("login", email)
     assert user["email"] == email
-    device.run("open")
+    device.run("open", *partitions)
     return device
 
 
@@ -284,7 +285,7 @@ class Watching:
 def test_a_back_office_change_reaches_a_connected_device(tmp_path, blocked):
     key = new_agency()
     p = f"agency={key}"
-    device = signed_in(tmp_path, new_user(agency=key))
+    device = signed_in(tmp_path, new_user(agency=key), partitions=[p])  # no other partition's events
     [rid] = device.run("file-report", "--vessel", "Amani")["ids"]
     device.run("sync")
     watching = Watching(device, *(["--block-events"] if blocked else []))
@@ -301,7 +302,7 @@ def test_a_back_office_change_reaches_a_connected_device(tmp_path, blocked):
             results = office.push([{"changeId": f"w{n}", "collection": "reports", "partition": p, "id": rid, "op": "update",
                                     "patch": {"vessel": {"homePort": f"Port {n}"}}}])
             assert results[0]["status"] == "applied"
-            event = watching.next(lambda e: e["event"] == "synced" and e["pulled"] > 0)
+            event = watching.next(lambda e: e["event"] == "synced" and e["pulled"] > 0 and e["at"] >= sent)
             assert event["via"] == ("poll" if blocked else "events")
             latencies.append(event["at"] - sent)
             assert device.get("reports", rid)["doc"]["vessel"]["homePort"] == f"Port {n}"
@@ -309,3 +310,40 @@ def test_a_back_office_change_reaches_a_connected_device(tmp_path, blocked):
               f"{', '.join(f'{1000 * s:.0f} ms' for s in latencies)}")
     finally:
         watching.stop()
+
+
+def test_two_devices_chat_and_unread_counts_and_presence_end_right_on_both(tmp_path):
+    a_email, b_email = new_user(agency=None), new_user(agency=None)
+    a, b = signed_in(tmp_path, a_email, "a"), signed_in(tmp_path, b_email, "b")
+    a.run("chat", "sync")
+    b.run("chat", "sync")
+    cid = a.run("chat", "create", "Harbour", "--member", b_email)["conversation"]
+    a.run("chat", "send", cid, "one")
+    a.run("chat", "send", cid, "two")
+    a.run("chat", "sync")
+    b.run("chat", "sync")  # b learns of the conversation and opens it
+    b.run("chat", "send", cid, "three")
+    b.run("chat", "sync")
+    a.run("chat", "sync")
+
+    def conversation(device):
+        shown = device.run("chat", "show")
+        [conv] = [c for c in shown["conversations"] if c["id"] == cid]
+        return shown, conv
+
+    shown_a, conv_a = conversation(a)
+    shown_b, conv_b = conversation(b)
+    assert [m["text"] for m in conv_a["messages"]] == [m["text"] for m in conv_b["messages"]] == ["one", "two", "three"]
+    assert [m["author"] for m in conv_b["messages"]] == [a_email, a_email, b_email]
+    assert (conv_a["unreadCount"], conv_b["unreadCount"]) == (1, 2)
+    # b reads: its count goes to 0, a's stays.
+    b.run("chat", "read", cid)
+    b.run("chat", "sync")
+    a.run("chat", "sync")
+    assert conversation(b)[1]["unreadCount"] == 0 and conversation(a)[1]["unreadCount"] == 1
+    # Both synced just now: each is On-Line, and each device sees the other On-Line.
+    a.run("chat", "sync")
+    shown_a, _ = conversation(a)
+    shown_b, _ = conversation(b)
+    assert shown_a["presence"] == shown_b["presence"] == "On-Line"
+    assert shown_a["chatsters"][b_email] == shown_b["chatsters"][a_email] == "On-Line"

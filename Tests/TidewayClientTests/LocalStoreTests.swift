@@ -47,6 +47,18 @@ import TidewayModels
         #expect(try store.nextBatch(limit: 1000, maxBytes: 1).count == 1)
     }
 
+    /// A change of the user's own document (which may create a conversation) ends its push:
+    /// the messages to that conversation go in the next one.
+    @Test func aUsersChangeEndsItsBatch() throws {
+        let store = try LocalStore()
+        try store.apply(changes: [["collection": "users", "id": "u1", "op": "upsert", "doc": ["_id": "u1", "conversations": []]]],
+                        partition: "user=u1", cursor: nil)
+        try store.insert(report("r0"), collection: "reports", partition: partition)
+        try store.modify("users", "u1") { doc in doc = MergePatch.apply(["conversations": [["id": "c1"]]], to: doc) }
+        try store.insert(["_id": "m1", "text": "hi"], collection: "chatMessages", partition: "conversation=c1")
+        #expect(try store.nextBatch(limit: 10).map(\.collection) == ["reports", "users"])
+    }
+
     @Test func appliedAndDuplicateLeaveTheQueue() throws {
         let store = try LocalStore()
         let a = try #require(try store.insert(report("a"), collection: "reports", partition: partition))
