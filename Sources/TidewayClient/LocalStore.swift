@@ -182,7 +182,7 @@ public final class LocalStore: Sendable {
         }
     }
 
-    private static func stored(_ row: Row) throws -> StoredDocument {
+    static func stored(_ row: Row) throws -> StoredDocument {
         let rejection: String? = row["rejection"]
         return StoredDocument(partition: row["partition"], collection: row["collection"], id: row["id"],
                               doc: try JSONValue.decode(row["doc"] as String),
