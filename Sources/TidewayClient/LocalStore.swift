@@ -473,14 +473,33 @@ public final class LocalStore: Sendable {
     /// One page of a partition's pull, with its new cursor, in one transaction.
     public func apply(changes: [JSONValue], partition: String, cursor: String?) throws {
         try queue.write { db in
+            // Documents with queued changes get the server's version with those replayed on top;
+            // the others (nearly all) are one statement each.
+            var pending = Set<String>()
+            for row in try Row.fetchAll(db, sql: "SELECT DISTINCT collection, id FROM outbox WHERE partition = ?", arguments: [partition]) {
+                pending.insert((row["collection"] as String) + "\u{0}" + (row["id"] as String))
+            }
+            let upsert = try db.cachedStatement(sql: """
+                INSERT INTO documents (partition, collection, id, doc, server, state) VALUES (?, ?, ?, ?, ?, 'synced')
+                ON CONFLICT (partition, collection, id) DO UPDATE
+                SET doc = excluded.doc, server = excluded.server, state = 'synced', rejection = NULL
+                """)
+            let remove = try db.cachedStatement(sql: "DELETE FROM documents WHERE partition = ? AND collection = ? AND id = ?")
+            let setServer = try db.cachedStatement(sql: """
+                INSERT INTO documents (partition, collection, id, server) VALUES (?, ?, ?, ?)
+                ON CONFLICT (partition, collection, id) DO UPDATE SET server = excluded.server
+                """)
             for change in changes {
                 guard let collection = change["collection"]?.stringValue, let id = change["id"]?.stringValue else { continue }
-                let doc = change["op"]?.stringValue == "delete" ? nil : change["doc"]
-                try db.execute(sql: """
-                    INSERT INTO documents (partition, collection, id, server) VALUES (?, ?, ?, ?)
-                    ON CONFLICT (partition, collection, id) DO UPDATE SET server = excluded.server
-                    """, arguments: [partition, collection, id, doc?.text()])
-                try Self.rebuild(db, partition, collection, id)
+                let text = change["op"]?.stringValue == "delete" ? nil : change["doc"]?.text()
+                if pending.contains(collection + "\u{0}" + id) {
+                    try setServer.execute(arguments: [partition, collection, id, text])
+                    try Self.rebuild(db, partition, collection, id)
+                } else if let text {
+                    try upsert.execute(arguments: [partition, collection, id, text, text])
+                } else {
+                    try remove.execute(arguments: [partition, collection, id])
+                }
             }
             try db.execute(sql: "UPDATE partitions SET cursor = ?, status = 'open' WHERE partition = ?", arguments: [cursor, partition])
         }

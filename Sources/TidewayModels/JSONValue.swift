@@ -77,16 +77,15 @@ public enum JSONValue: Sendable, Hashable, Codable {
     }
 
     /// Compact JSON with sorted keys (stable bytes for storage and comparison).
-    public func encoded() -> Data {
-        // Encoding a JSONValue cannot fail: every case is a JSON value.
-        (try? JSONValue.encoder.encode(self)) ?? Data("null".utf8)
+    public func encoded() -> Data { JSONText.write(self) }
+
+    public func text() -> String {
+        var out = [UInt8]()
+        JSONText.write(self, into: &out)
+        return String(decoding: out, as: UTF8.self)
     }
 
-    public func text() -> String { String(decoding: encoded(), as: UTF8.self) }
-
-    public static func decode(_ data: Data) throws -> JSONValue {
-        try JSONDecoder().decode(JSONValue.self, from: data)
-    }
+    public static func decode(_ data: Data) throws -> JSONValue { try JSONText.parse(data) }
 
     public static func decode(_ text: String) throws -> JSONValue { try decode(Data(text.utf8)) }
 

@@ -100,6 +100,7 @@ struct FileReport: ParsableCommand {
     @Option(help: "Photos per report.") var photos = 0
     @Option(help: "A JPEG to attach (default: random JPEG-like bytes, unique per photo).") var photo: String?
     @Option(help: "Bytes of each random photo.") var photoSize = 100_000
+    @Option(help: "At most this many bytes: each random photo's size is drawn between --photo-size and this.") var photoSizeMax: Int?
 
     func run() throws {
         do {
@@ -119,7 +120,8 @@ struct FileReport: ParsableCommand {
                 if !attached.isEmpty { report.notes = [AnnotatedNote(note: "photos of the catch", photoIDs: attached)] }
                 try store.insert(JSONValue.from(report), collection: "reports", partition: partition)
                 for photoId in attached {
-                    let bytes = given ?? RandomReport.jpegLike(size: photoSize)
+                    let size = photoSizeMax.map { Int.random(in: photoSize...max(photoSize, $0)) } ?? photoSize
+                    let bytes = given ?? RandomReport.jpegLike(size: size)
                     let doc = Photo(_id: photoId, thumbNail: RandomReport.thumbnail, referencingReportID: report._id,
                                     date: report.timestamp)
                     try client.addPhoto(doc, bytes: bytes, partition: partition)
@@ -212,9 +214,13 @@ struct Sync: ParsableCommand {
             if dieAfterPush {
                 client.afterPushAnswered = { kill(getpid(), SIGKILL) }
             }
+            let started = Date()
             var report = try JSONValue.from(client.sync(wait: wait))
-            if !noPhotos, case .object(var fields) = report {
-                fields["photos"] = try JSONValue.from(client.uploadPhotos())
+            let synced = Date()
+            if case .object(var fields) = report {
+                if !noPhotos { fields["photos"] = try JSONValue.from(client.uploadPhotos()) }
+                fields["seconds"] = ["records": .double(synced.timeIntervalSince(started)),
+                                     "photos": .double(Date().timeIntervalSince(synced))]
                 report = .object(fields)
             }
             emit(report)

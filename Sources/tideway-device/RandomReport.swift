@@ -14,9 +14,11 @@ enum RandomReport {
 
     /// Bytes that start like a JPEG (what the server checks) and are unique.
     static func jpegLike(size: Int) -> Data {
-        var bytes = Data([0xFF, 0xD8, 0xFF, 0xE0])
+        var words = [UInt64](repeating: 0, count: (max(size, 4) + 7) / 8)
         var generator = SystemRandomNumberGenerator()
-        bytes.append(contentsOf: (0..<max(0, size - 4)).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        for i in words.indices { words[i] = generator.next() }
+        var bytes = words.withUnsafeBytes { Data($0.prefix(max(size, 4))) }
+        bytes.replaceSubrange(0..<4, with: [0xFF, 0xD8, 0xFF, 0xE0])
         return bytes
     }
 

@@ -1,4 +1,5 @@
 import Testing
+import Foundation
 import TidewayModels
 
 @Suite struct MergePatchTests {
@@ -50,5 +51,29 @@ import TidewayModels
 
     @Test func integersStayIntegers() throws {
         #expect(try JSONValue.decode(#"{"n":3,"w":2.5}"#).text() == #"{"n":3,"w":2.5}"#)
+    }
+}
+
+@Suite struct JSONTextTests {
+    @Test(arguments: [
+        #"{"a":[1,-2,3.5,1e-05,true,false,null],"b":{"c":"d"},"e":""}"#,
+        #"["\u00e9\ud83d\ude00\n\t\"\\/"]"#,
+        #"  {"k" : [ ] , "l":{}}  "#,
+    ])
+    func readsWhatFoundationReads(text: String) throws {
+        let mine = try JSONValue.decode(text)
+        let foundation = try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
+        #expect(mine == foundation)
+        #expect(try JSONValue.decode(mine.text()) == mine)
+    }
+
+    @Test(arguments: ["", "{", #"{"a":}"#, "[1,]", "tru", #""\x""#, "01x", "{} {}", #""a"#, "-"])
+    func refusesWhatIsNotJSON(text: String) {
+        #expect(throws: (any Error).self) { try JSONValue.decode(text) }
+    }
+
+    @Test func writesEscapesAndSortedKeys() throws {
+        let value: JSONValue = ["b": "line\nquote\"", "a": .double(2.5), "c": .int(3)]
+        #expect(value.text() == #"{"a":2.5,"b":"line\nquote\"","c":3}"#)
     }
 }
