@@ -142,7 +142,7 @@ def main():
         sea_total = time.perf_counter() - start
         sea_docs = report["pushed"]
         sea_mb = report["photos"]["bytes"] / 1e6
-        sea_records, sea_photos = report["seconds"]["records"], report["seconds"]["photos"]
+        sea_records, sea_photos = report["pushSeconds"], report["seconds"]["photos"]
         assert report["photos"]["uploaded"] == len(filed["photos"]), report
 
         # The server's own rates: one push of as many documents, then PUTs of as many photos.

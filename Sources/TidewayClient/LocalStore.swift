@@ -11,18 +11,12 @@ public struct QueuedChange: Sendable, Hashable, Codable {
     public var id: String
     /// `insert`, `update` or `delete`
     public var op: String
-    /// The whole document (insert) or the merge patch (update); nil for delete.
+    /// The whole document (insert) or the merge patch (update); nil for delete, and not loaded
+    /// in a batch (`nextBatch`), whose bodies go to the wire as stored.
     public var body: JSONValue?
     /// `queued`, or `sending` while a push with it is on the way.
     public var state: String
 
-    /// The change as the push body carries it.
-    var wire: JSONValue {
-        var change: [String: JSONValue] = ["changeId": .string(changeId), "collection": .string(collection),
-                                           "partition": .string(partition), "id": .string(id), "op": .string(op)]
-        if let body { change[op == "insert" ? "doc" : "patch"] = body }
-        return .object(change)
-    }
 }
 
 /// A change the server refused: never dropped silently.
@@ -74,6 +68,9 @@ public final class LocalStore: Sendable {
     public init(path: String) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
+        // WAL: one fsync per commit, and readers (another process showing the state) never
+        // wait for a writer. A killed process loses no committed transaction.
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA journal_mode = WAL") }
         queue = try DatabaseQueue(path: path, configuration: configuration)
         try Self.migrator.migrate(queue)
     }
@@ -399,13 +396,32 @@ public final class LocalStore: Sendable {
     /// a 16 MiB body: we stay under `maxBytes`), ending after a `users` change. They are
     /// marked `sending`.
     public func nextBatch(limit: Int, maxBytes: Int = 8 << 20) throws -> [QueuedChange] {
+        try nextPush(limit: limit, maxBytes: maxBytes).changes
+    }
+
+    /// The next batch and its push body's `changes` array as JSON text (the stored bodies as
+    /// they are: no decoding and encoding again of every document).
+    func nextPush(limit: Int, maxBytes: Int = 8 << 20) throws -> (changes: [QueuedChange], wire: String) {
         try queue.write { db in
             var batch: [QueuedChange] = []
+            var texts: [String] = []
             var bytes = 0
-            for change in try Self.queued(db, limit: limit) {
-                let size = change.wire.encoded().count
+            let rows = try Row.fetchAll(db, sql: "SELECT * FROM outbox ORDER BY seq LIMIT ?", arguments: [min(limit, Int(Int32.max))])
+            for row in rows {
+                let body: String? = row["body"]
+                let op: String = row["op"]
+                func quoted(_ column: String) -> String { JSONValue.string(row[column]).text() }
+                var text = #"{"changeId":"# + quoted("changeId") + #","collection":"# + quoted("collection")
+                    + #","partition":"# + quoted("partition") + #","id":"# + quoted("id") + #","op":"# + quoted("op")
+                if let body { text += (op == "insert" ? #","doc":"# : #","patch":"#) + body }
+                text += "}"
+                let change = QueuedChange(seq: row["seq"], changeId: row["changeId"], partition: row["partition"],
+                                          collection: row["collection"], id: row["id"], op: op,
+                                          body: nil, state: row["state"])
+                let size = text.utf8.count
                 if !batch.isEmpty && bytes + size > maxBytes { break }
                 batch.append(change)
+                texts.append(text)
                 bytes += size
                 // A change to the user's own document can grant partitions (creating a
                 // conversation); the server decides a push's rights when it starts, so what
@@ -415,7 +431,7 @@ public final class LocalStore: Sendable {
             if let last = batch.last {
                 try db.execute(sql: "UPDATE outbox SET state = 'sending' WHERE seq <= ?", arguments: [last.seq])
             }
-            return batch
+            return (batch, "[" + texts.joined(separator: ",") + "]")
         }
     }
 
@@ -429,16 +445,31 @@ public final class LocalStore: Sendable {
             for result in results {
                 guard let changeId = result["changeId"]?.stringValue, let change = byId[changeId] else { continue }
                 let status = result["status"]?.stringValue ?? ""
+                let bodyText = try String.fetchOne(db, sql: "SELECT body FROM outbox WHERE changeId = ?", arguments: [changeId])
                 try db.execute(sql: "DELETE FROM outbox WHERE changeId = ?", arguments: [changeId])
                 let key: [(any DatabaseValueConvertible)?] = [change.partition, change.collection, change.id]
                 if status == "applied" || status == "duplicate" {
+                    let remaining = try Int.fetchOne(db, sql: "SELECT count(*) FROM outbox WHERE partition = ? AND collection = ? AND id = ?",
+                                                     arguments: StatementArguments(key)) ?? 0
+                    if remaining == 0 {
+                        // The local view is what the server now has: server = doc.
+                        if change.op == "delete" {
+                            try db.execute(sql: "DELETE FROM documents WHERE partition = ? AND collection = ? AND id = ?",
+                                           arguments: StatementArguments(key))
+                        } else {
+                            try db.execute(sql: "UPDATE documents SET server = doc, state = 'synced', rejection = NULL WHERE partition = ? AND collection = ? AND id = ?",
+                                           arguments: StatementArguments(key))
+                        }
+                        continue
+                    }
+                    let body = try bodyText.map { try JSONValue.decode($0) }
                     let serverText = try String.fetchOne(db, sql: "SELECT server FROM documents WHERE partition = ? AND collection = ? AND id = ?",
                                                          arguments: StatementArguments(key))
                     let server = try serverText.map { try JSONValue.decode($0) }
                     let confirmed: JSONValue?
                     switch change.op {
-                    case "insert": confirmed = change.body
-                    case "update": confirmed = MergePatch.apply(change.body ?? .object([:]), to: server ?? .object([:]))
+                    case "insert": confirmed = body
+                    case "update": confirmed = MergePatch.apply(body ?? .object([:]), to: server ?? .object([:]))
                     default: confirmed = nil
                     }
                     try db.execute(sql: "UPDATE documents SET server = ? WHERE partition = ? AND collection = ? AND id = ?",

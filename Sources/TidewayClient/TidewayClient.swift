@@ -10,6 +10,9 @@ public struct SyncReport: Sendable, Codable {
     public var pulled = 0
     public var forbidden: [String] = []
     public var reset: [String] = []
+    /// Seconds spent pushing and pulling.
+    public var pushSeconds = 0.0
+    public var pullSeconds = 0.0
 }
 
 /// The offline-first client: a login, its local store, and the sync with the server.
@@ -89,12 +92,12 @@ public final class TidewayClient: @unchecked Sendable {
         let clientId = try store.clientId
         var report = SyncReport()
         while true {
-            let batch = try store.nextBatch(limit: min(batchSize, 1000))
+            let (batch, wire) = try store.nextPush(limit: min(batchSize, 1000))
             if batch.isEmpty { break }
             let answer: HTTPResponse
             do {
-                answer = try session.send("POST", "/api/v1/sync/push",
-                                          json: ["clientId": .string(clientId), "changes": .array(batch.map(\.wire))])
+                let body = #"{"clientId":"# + JSONValue.string(clientId).text() + #","changes":"# + wire + "}"
+                answer = try session.send("POST", "/api/v1/sync/push", body: Data(body.utf8), contentType: "application/json")
             } catch {
                 try store.requeue()
                 throw error
@@ -162,8 +165,12 @@ public final class TidewayClient: @unchecked Sendable {
     public func sync(wait: Int = 0) throws -> SyncReport {
         let store = try store
         do {
+            var started = Date()
             var report = try push()
+            report.pushSeconds = Date().timeIntervalSince(started)
+            started = Date()
             let pulled = try pull(wait: wait)
+            report.pullSeconds = Date().timeIntervalSince(started)
             report.pulled = pulled.pulled
             report.forbidden = pulled.forbidden
             report.reset = pulled.reset
