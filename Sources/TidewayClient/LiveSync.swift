@@ -112,6 +112,7 @@ extension TidewayClient {
                 }
                 let wasOpen = state.open
                 state.open = false
+                state.attempted = true
                 if finished() || state.stopped { break }
                 onEvent(.streamDown(reason))
                 attempt = wasOpen && Date().timeIntervalSince(opened) > 10 ? 1 : attempt + 1
@@ -136,6 +137,12 @@ extension TidewayClient {
             }
         }
         run(.start) { try sync() }
+        // The stream's first outcome decides how to wait: a long poll started just before the
+        // stream opens would otherwise carry the next change instead of the stream.
+        let firstOutcome = Date().addingTimeInterval(10)
+        while !state.open && !state.attempted && Date() < firstOutcome && !finished() {
+            Thread.sleep(forTimeInterval: 0.02)
+        }
         while !finished() {
             let remaining = deadline.timeIntervalSinceNow
             if state.open {
@@ -159,6 +166,7 @@ final class LiveState: @unchecked Sendable {
     private let semaphore = DispatchSemaphore(value: 0)
     private var _open = false
     private var _stopped = false
+    private var _attempted = false
 
     var open: Bool {
         get { lock.withLock { _open } }
@@ -168,6 +176,12 @@ final class LiveState: @unchecked Sendable {
     var stopped: Bool {
         get { lock.withLock { _stopped } }
         set { lock.withLock { _stopped = newValue } }
+    }
+
+    /// The stream was tried at least once and did not open (or ended).
+    var attempted: Bool {
+        get { lock.withLock { _attempted } }
+        set { lock.withLock { _attempted = newValue } }
     }
 
     func signal() { semaphore.signal() }

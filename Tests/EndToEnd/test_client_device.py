@@ -240,6 +240,20 @@ def test_tokens_are_refreshed_once_and_logout_signs_out(tmp_path):
     with open(tokens) as f:
         after = json.load(f)
     assert after["refreshToken"] != before["refreshToken"] and after["accessToken"] != "not-a-token"
+    # Two requests at once see the 401 (the event stream and the first pull of `watch`): one
+    # refresh serves both. A second would present a spent refresh token, and the server would
+    # then revoke every token of the login.
+    with open(tokens, "w") as f:
+        json.dump(dict(after, accessToken="not-a-token"), f)
+    watching = Watching(device, seconds=5)
+    try:
+        watching.next(lambda e: e["event"] == "open")
+        watching.next(lambda e: e["event"] == "synced")
+    finally:
+        watching.stop()
+    assert device.run("sync")["rejections"] == []
+    with open(tokens) as f:
+        assert json.load(f)["refreshToken"] != after["refreshToken"]
     device.run("logout")
     assert not os.path.exists(tokens)
     assert device.status() == {"signedIn": False}
