@@ -54,6 +54,7 @@ extension TidewayClient {
                 throw error
             }
             if (200..<300).contains(answer.status) {
+                afterUploadAnswered?(report.uploaded + 1)
                 try store.finishUpload(upload.photoId)
                 try? FileManager.default.removeItem(atPath: upload.file)
                 report.uploaded += 1

@@ -37,6 +37,8 @@ public final class TidewayClient: @unchecked Sendable {
     /// Called after a push's answer arrived and before it is recorded (tests kill the device here:
     /// the server applied the batch, the device never learnt it).
     public var afterPushAnswered: (@Sendable () -> Void)?
+    /// Called after a photo upload was answered and before it leaves the queue (the same, for uploads).
+    public var afterUploadAnswered: (@Sendable (Int) -> Void)?
 
     /// `directory` holds one SQLite file per login; `tokenStore` defaults to a 0600 file in it.
     public init(directory: URL, serverURL: String, caFile: String? = nil, tokenStore: (any TokenStore)? = nil) throws {
@@ -188,6 +190,18 @@ public final class TidewayClient: @unchecked Sendable {
             try? store.setMeta("lastError", "\(error)")
             throw error
         }
+    }
+
+    /// `sync` off the calling task (the calls block on the network and SQLite).
+    @discardableResult
+    public func syncInBackground(wait: Int = 0) async throws -> SyncReport {
+        try await Task.detached { try self.sync(wait: wait) }.value
+    }
+
+    /// `uploadPhotos` off the calling task.
+    @discardableResult
+    public func uploadPhotosInBackground() async throws -> UploadReport {
+        try await Task.detached { try self.uploadPhotos() }.value
     }
 
     /// A signed request to any API path (for what the library has no call for yet).

@@ -203,6 +203,7 @@ struct Sync: ParsableCommand {
     @Option(help: "Changes per push.") var batch = 500
     @Option(help: "Long-poll seconds when nothing changed.") var wait = 0
     @Flag(help: "Die (SIGKILL) after the first push's answer arrived, before recording it.") var dieAfterPush = false
+    @Option(help: "Die (SIGKILL) after this many photo uploads were answered, before recording the last.") var dieAfterUploads: Int?
     @Option(help: "Seconds to pause between pushes (a slow link).") var pause: Double = 0
     @Flag(help: "Do not upload queued photos.") var noPhotos = false
 
@@ -213,6 +214,9 @@ struct Sync: ParsableCommand {
             client.pauseBetweenBatches = pause
             if dieAfterPush {
                 client.afterPushAnswered = { kill(getpid(), SIGKILL) }
+            }
+            if let dieAfterUploads {
+                client.afterUploadAnswered = { done in if done >= dieAfterUploads { kill(getpid(), SIGKILL) } }
             }
             let started = Date()
             var report = try JSONValue.from(client.sync(wait: wait))

@@ -64,7 +64,7 @@ def server_reports(ids):
     return {i: (docs[i], history.get(i, 0)) for i in docs}
 
 
-def test_an_offline_device_killed_twice_while_sending_delivers_every_report_once(tmp_path):
+def test_an_offline_device_killed_while_sending_delivers_every_report_and_photo_once(tmp_path):
     key = new_agency()
     device = signed_in(tmp_path, new_user(agency=key))
     device.run("offline")
@@ -97,9 +97,15 @@ def test_an_offline_device_killed_twice_while_sending_delivers_every_report_once
     left = device.status()["pending"]
     assert 0 < left <= 210  # the killed send had recorded the first answers (duplicates of the first kill)
 
-    report = device.run("sync", "--batch", "50")
-    assert report["rejections"] == [] and report["applied"] + report["duplicates"] == left
-    assert report["photos"]["uploaded"] == 50 and report["photos"]["refused"] == []
+    # Every record sent, and killed once more after the 20th photo's upload was answered.
+    died = device.run("sync", "--batch", "50", "--die-after-uploads", "20", ok=False)
+    assert died.returncode == -signal.SIGKILL
+    status = device.status()
+    assert status["pending"] == 0 and len(status["uploads"]) == 31  # the 20th was stored, not recorded
+
+    report = device.run("sync")
+    assert report["rejections"] == [] and report["pushed"] == 0
+    assert report["photos"]["uploaded"] == 31 and report["photos"]["refused"] == []
     status = device.status()
     assert status["pending"] == 0 and status["rejections"] == [] and status["lastError"] is None
     assert status["uploads"] == []
