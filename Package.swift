@@ -20,6 +20,7 @@ let package = Package(
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .target(name: "FastCGI", dependencies: ["CFastCGI"], swiftSettings: strict),
         .target(name: "Database", dependencies: ["CLibPQ"], swiftSettings: strict),
         .target(
@@ -29,12 +30,16 @@ let package = Package(
                 .product(name: "Mustache", package: "swift-mustache"),
             ],
             swiftSettings: strict),
+        // `tideway import` (issue 18): readers of Atlas exports and the mapping to Tideway.
+        .target(name: "TidewayImport", dependencies: ["TidewayCore", "Database", "CZlib"], swiftSettings: strict),
         .executableTarget(name: "tideway-worker", dependencies: ["TidewayCore"], swiftSettings: strict),
         .executableTarget(
             name: "tideway",
-            dependencies: ["TidewayCore", .product(name: "ArgumentParser", package: "swift-argument-parser")],
-            swiftSettings: strict),
+            dependencies: ["TidewayCore", "TidewayImport", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            // main.swift holds `@main`, and the tool has more than one file (Import.swift).
+            swiftSettings: strict + [.unsafeFlags(["-parse-as-library"])]),
         .testTarget(name: "TidewayCoreTests", dependencies: ["TidewayCore"], swiftSettings: strict),
         .testTarget(name: "DatabaseTests", dependencies: ["Database", "TidewayCore"], swiftSettings: strict),
+        .testTarget(name: "TidewayImportTests", dependencies: ["TidewayImport", "TidewayCore"], swiftSettings: strict),
     ]
 )

@@ -1,0 +1,8 @@
+extension CallerInfo {
+    /// `tideway import` (Sources/TidewayImport) writing one agency's documents through the
+    /// write path: an agency administrator of that agency without a user (the transaction's
+    /// claims say the same: role agencyAdmin, that agency, no user id, device "import").
+    public static func importer(agency: String) -> CallerInfo {
+        CallerInfo(fields: Fields(displayName: "Tideway import", role: .agencyAdmin, agency: agency))
+    }
+}

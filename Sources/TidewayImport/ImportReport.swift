@@ -1,0 +1,144 @@
+import Foundation
+import TidewayCore
+
+/// What an import did (or, dry, would do), per source collection: created, updated,
+/// skipped, refused (grouped by JSON Pointer path and reason, with the first few documents
+/// named by file, position and `_id`), and the drift rules applied.
+public struct ImportReport: Sendable {
+    public struct Counts: Sendable {
+        public var target: String
+        public var created = 0
+        public var updated = 0
+        public var skipped = 0
+        public var refused = 0
+        /// (path, reason) -> how many, and up to 5 documents.
+        public var refusals: [Mapping.Refusal: (count: Int, examples: [String])] = [:]
+        public var adjusted: [Mapping.Adjustment: Int] = [:]
+
+        mutating func refuse(_ refusal: Mapping.Refusal, at source: String) {
+            refused += 1
+            var group = refusals[refusal] ?? (0, [])
+            group.count += 1
+            if group.examples.count < 5 { group.examples.append(source) }
+            refusals[refusal] = group
+        }
+    }
+
+    public struct Invitation: Sendable {
+        public let email: String
+        public let link: String
+    }
+
+    public let dryRun: Bool
+    /// Source collection -> counts, in the order first met.
+    public private(set) var collections: [(name: String, counts: Counts)] = []
+    /// Files or documents that could not be read, and unknown collections.
+    public var problems: [String] = []
+    public var invitations: [Invitation] = []
+    public var seconds: Double = 0
+
+    init(dryRun: Bool) { self.dryRun = dryRun }
+
+    func counts(_ name: String, target: Mapping.Target) -> Counts {
+        if let found = collections.first(where: { $0.name == name }) { return found.counts }
+        let label: String
+        switch target {
+        case .documents(let collection): label = collection.rawValue
+        case .agencies: label = "agencies"
+        case .users: label = "accounts"
+        case .history: label = "report history"
+        case .ignored: label = "(not imported)"
+        }
+        return Counts(target: label)
+    }
+
+    mutating func set(_ name: String, _ counts: Counts) {
+        if let index = collections.firstIndex(where: { $0.name == name }) {
+            collections[index].counts = counts
+        } else {
+            collections.append((name, counts))
+        }
+    }
+
+    public var totalRefused: Int { collections.reduce(0) { $0 + $1.counts.refused } }
+    public var totalDocuments: Int {
+        collections.reduce(0) { $0 + $1.counts.created + $1.counts.updated + $1.counts.skipped + $1.counts.refused }
+    }
+
+    /// The summary printed at the end (and, dry, instead of writing).
+    public func text() -> String {
+        var lines: [String] = []
+        lines.append(dryRun ? "import (dry run: nothing written) — what would happen:" : "import finished:")
+        let header = ["collection", "into", dryRun ? "would create" : "created", dryRun ? "would update" : "updated", "skipped", "refused"]
+        var rows = [header]
+        for (name, c) in collections {
+            rows.append([name, c.target, String(c.created), String(c.updated), String(c.skipped), String(c.refused)])
+        }
+        let widths = (0..<header.count).map { column in rows.map { $0[column].count }.max() ?? 0 }
+        for row in rows {
+            lines.append("  " + row.enumerated().map { column, cell in
+                column < 2 ? cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
+                    : String(repeating: " ", count: widths[column] - cell.count) + cell
+            }.joined(separator: "  "))
+        }
+        for (name, c) in collections where !c.refusals.isEmpty {
+            lines.append("refused in \(name):")
+            for (refusal, group) in c.refusals.sorted(by: { ($0.value.count, $1.key.path) > ($1.value.count, $0.key.path) }) {
+                lines.append("  \(refusal.path): \(refusal.reason) — \(group.count) document\(group.count == 1 ? "" : "s"): "
+                    + group.examples.joined(separator: "; ") + (group.count > group.examples.count ? "; …" : ""))
+            }
+        }
+        for (name, c) in collections where !c.adjusted.isEmpty {
+            lines.append("adjusted in \(name) (docs/import.md, drift rules):")
+            for (adjustment, count) in c.adjusted.sorted(by: { ($0.key.rule, $0.key.path) < ($1.key.rule, $1.key.path) }) {
+                lines.append("  \(adjustment.rule) at \(adjustment.path): \(count)")
+            }
+        }
+        if !problems.isEmpty {
+            lines.append("problems:")
+            lines += problems.map { "  " + $0 }
+        }
+        if !invitations.isEmpty {
+            lines.append("invitations (one-time links, valid 72 hours; hand each to its person):")
+            lines += invitations.map { "  \($0.email)  \($0.link)" }
+        }
+        let documents = totalDocuments
+        let rate = seconds > 0 ? Double(documents) / seconds : 0
+        lines.append(String(format: "%d documents in %.1f s (%.0f docs/s)", documents, seconds, rate))
+        return lines.joined(separator: "\n")
+    }
+
+    /// The report file: the same, as JSON.
+    public func json() -> JSON {
+        var collectionsJSON: [JSON] = []
+        for (name, c) in collections {
+            collectionsJSON.append([
+                "collection": .string(name), "into": .string(c.target),
+                "created": .int(Int64(c.created)), "updated": .int(Int64(c.updated)),
+                "skipped": .int(Int64(c.skipped)), "refused": .int(Int64(c.refused)),
+                "refusals": .array(c.refusals.sorted { $0.key.path < $1.key.path }.map { refusal, group in
+                    ["path": .string(refusal.path), "reason": .string(refusal.reason), "count": .int(Int64(group.count)),
+                     "documents": .array(group.examples.map(JSON.string))]
+                }),
+                "adjusted": .array(c.adjusted.sorted { ($0.key.rule, $0.key.path) < ($1.key.rule, $1.key.path) }.map { adjustment, count in
+                    ["rule": .string(adjustment.rule), "path": .string(adjustment.path), "count": .int(Int64(count))]
+                }),
+            ])
+        }
+        return [
+            "dryRun": .bool(dryRun), "seconds": .double((seconds * 1000).rounded() / 1000),
+            "collections": .array(collectionsJSON), "problems": .array(problems.map(JSON.string)),
+            "invitations": .array(invitations.map { ["email": .string($0.email), "link": .string($0.link)] }),
+        ]
+    }
+
+    /// Short enough for the audit log's page (counts per collection, no links).
+    func auditDetail() -> JSON {
+        var detail: [String: JSON] = [:]
+        for (name, c) in collections {
+            detail[name] = .string("\(c.created) created, \(c.updated) updated, \(c.skipped) skipped, \(c.refused) refused")
+        }
+        detail["invitations"] = .int(Int64(invitations.count))
+        return .object(detail)
+    }
+}
