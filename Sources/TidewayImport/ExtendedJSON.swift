@@ -87,7 +87,8 @@ public enum ExtendedJSONReader {
 
     /// `{"$oid": …}` and the other type wrappers; nil for an ordinary object.
     static func wrapper(_ fields: [String: JSON], path: String) throws(Failure) -> BSONValue? {
-        guard let key = fields.keys.first(where: { $0.hasPrefix("$") }) else { return nil }
+        guard let first = fields.keys.first(where: { $0.hasPrefix("$") }) else { return nil }
+        let key = fields["$binary"] != nil ? "$binary" : first  // v1 binary: {"$binary", "$type"}
         func bad(_ why: String) -> Failure { Failure(message: "\(path.isEmpty ? "/" : path): \(why)") }
         func only(_ keys: Set<String>) throws(Failure) {
             guard Set(fields.keys) == keys else { throw bad("\(key) must stand alone in its object") }

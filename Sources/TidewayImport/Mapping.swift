@@ -128,7 +128,6 @@ public enum Mapping {
     /// The rules, by name (docs/import.md explains each):
     /// - `extra-field`: a field the schema does not know (the web app's extras) is dropped;
     /// - `empty-as-missing`: "" or null where the schema wants another type is a missing value;
-    /// - `integral-number`: a whole double where an integer is wanted becomes the integer;
     /// - `numeric-string`: a decimal's string where a number is wanted becomes the number;
     /// - `status-alias` (in the schema itself): At Sea / On Land are On Duty / Off Duty.
     /// With `strict`, only `empty-as-missing` and `status-alias` apply and extra fields are refused.
@@ -152,10 +151,6 @@ public enum Mapping {
                           current == .null || current == .string("") {
                     doc = Pointer.removing(doc, path)
                     adjustments.append(Adjustment(rule: "empty-as-missing", path: Pointer.generic(path)))
-                } else if !strict, case .double(let number)? = current, violation.message.hasPrefix("expected integer"),
-                          number.rounded() == number, let integer = Int64(exactly: number) {
-                    doc = Pointer.setting(doc, path, .int(integer))
-                    adjustments.append(Adjustment(rule: "integral-number", path: Pointer.generic(path)))
                 } else if !strict, case .string(let text)? = current, violation.message.hasSuffix("got string"),
                           violation.message.contains("number") || violation.message.contains("integer"),
                           let number = Double(text), number.isFinite {
