@@ -15,7 +15,15 @@ public struct ImportReport: Sendable {
         public var refusals: [Mapping.Refusal: (count: Int, examples: [String])] = [:]
         public var adjusted: [Mapping.Adjustment: Int] = [:]
 
-        mutating func refuse(_ refusal: Mapping.Refusal, at source: String) {
+        /// Grouped by the path with array indexes as `-` and the reason without the
+        /// offending number, so that one kind of problem is one line.
+        mutating func refuse(_ exact: Mapping.Refusal, at source: String) {
+            var reason = exact.reason
+            if let got = reason.range(of: ", got ", options: .backwards),
+               Double(reason[got.upperBound...]) != nil {
+                reason = String(reason[..<got.lowerBound])
+            }
+            let refusal = Mapping.Refusal(path: Pointer.generic(exact.path), reason: reason)
             refused += 1
             var group = refusals[refusal] ?? (0, [])
             group.count += 1
@@ -30,6 +38,8 @@ public struct ImportReport: Sendable {
     }
 
     public let dryRun: Bool
+    /// Names this run in the audit log (`import:<runID>`) and the report file.
+    public let runID = Crypto.hex(Crypto.randomBytes(6))
     /// Source collection -> counts, in the order first met.
     public private(set) var collections: [(name: String, counts: Counts)] = []
     /// Files or documents that could not be read, and unknown collections.
@@ -105,6 +115,7 @@ public struct ImportReport: Sendable {
         let documents = totalDocuments
         let rate = seconds > 0 ? Double(documents) / seconds : 0
         lines.append(String(format: "%d documents in %.1f s (%.0f docs/s)", documents, seconds, rate))
+        if !dryRun { lines.append("audit log: import:\(runID)") }
         return lines.joined(separator: "\n")
     }
 
@@ -126,19 +137,22 @@ public struct ImportReport: Sendable {
             ])
         }
         return [
-            "dryRun": .bool(dryRun), "seconds": .double((seconds * 1000).rounded() / 1000),
+            "run": .string(runID), "dryRun": .bool(dryRun), "seconds": .double((seconds * 1000).rounded() / 1000),
             "collections": .array(collectionsJSON), "problems": .array(problems.map(JSON.string)),
             "invitations": .array(invitations.map { ["email": .string($0.email), "link": .string($0.link)] }),
         ]
     }
 
-    /// Short enough for the audit log's page (counts per collection, no links).
-    func auditDetail() -> JSON {
-        var detail: [String: JSON] = [:]
+    /// Totals first (the audit page shows the first 300 characters; jsonb puts short keys
+    /// first), then per source collection "created/updated/skipped/refused".
+    func auditDetail(files: Int) -> JSON {
+        var perCollection: [String: JSON] = [:]
         for (name, c) in collections {
-            detail[name] = .string("\(c.created) created, \(c.updated) updated, \(c.skipped) skipped, \(c.refused) refused")
+            perCollection[name] = .string("\(c.created)/\(c.updated)/\(c.skipped)/\(c.refused)")
         }
-        detail["invitations"] = .int(Int64(invitations.count))
-        return .object(detail)
+        func total(_ field: (Counts) -> Int) -> JSON { .int(Int64(collections.reduce(0) { $0 + field($1.counts) })) }
+        return ["files": .int(Int64(files)), "created": total(\.created), "updated": total(\.updated),
+                "skipped": total(\.skipped), "refused": total(\.refused), "invitations": .int(Int64(invitations.count)),
+                "collections (created/updated/skipped/refused)": .object(perCollection)]
     }
 }

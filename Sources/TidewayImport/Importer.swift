@@ -180,7 +180,7 @@ public final class Importer {
             try connection.transaction { tx in
                 _ = try tx.query("""
                     insert into app.audit_log (actor, actor_email, action, target, detail)
-                    values (\(actor.id)::uuid, \(actor.email), 'import', \("import:\(files.count) files"), \(report.auditDetail().serialized())::jsonb)
+                    values (\(actor.id)::uuid, \(actor.email), 'import', \("import:" + report.runID), \(report.auditDetail(files: files.count).serialized())::jsonb)
                     """)
             }
         }
