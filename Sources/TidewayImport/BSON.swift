@@ -67,36 +67,49 @@ public enum BSONReader {
 
     public static func documents(in bytes: [UInt8]) -> Output {
         var output = Output()
+        forEach(in: bytes) { index, _, result in
+            switch result {
+            case .success(let value): output.documents.append((index, value))
+            case .failure(let error): output.errors.append(error)
+            }
+        }
+        return output
+    }
+
+    /// The documents one at a time (a dump of 100,000 reports is not held whole), with the
+    /// byte offset each ends at.
+    public static func forEach(in bytes: [UInt8], _ body: (Int, Int, Result<BSONValue, ReadError>) throws -> Void) rethrows {
         var offset = 0
         var index = 0
         while offset < bytes.count {
             guard bytes.count - offset >= 5 else {
-                output.errors.append(ReadError(document: index, location: "byte \(offset)",
-                                               message: "truncated: \(bytes.count - offset) bytes left, too few for a document"))
+                try body(index, bytes.count, .failure(ReadError(document: index, location: "byte \(offset)",
+                                               message: "truncated: \(bytes.count - offset) bytes left, too few for a document")))
                 break
             }
             let length = Int(readInt32(bytes, offset))
             guard length >= 5 else {
-                output.errors.append(ReadError(document: index, location: "byte \(offset)", message: "invalid document length \(length)"))
+                try body(index, bytes.count, .failure(ReadError(document: index, location: "byte \(offset)",
+                                                                message: "invalid document length \(length)")))
                 break
             }
             guard offset + length <= bytes.count else {
-                output.errors.append(ReadError(
+                try body(index, bytes.count, .failure(ReadError(
                     document: index, location: "byte \(offset)",
-                    message: "truncated: the document says \(length) bytes, the file has \(bytes.count - offset) left"))
+                    message: "truncated: the document says \(length) bytes, the file has \(bytes.count - offset) left")))
                 break
             }
-            var parser = Parser(bytes: bytes)
+            let parser = Parser(bytes: bytes)
+            let result: Result<BSONValue, ReadError>
             do {
-                let value = try parser.document(at: offset, end: offset + length)
-                output.documents.append((index, value))
+                result = .success(try parser.document(at: offset, end: offset + length))
             } catch {
-                output.errors.append(ReadError(document: index, location: "byte \(error.offset)", message: error.message))
+                result = .failure(ReadError(document: index, location: "byte \(error.offset)", message: error.message))
             }
             offset += length
+            try body(index, offset, result)
             index += 1
         }
-        return output
     }
 
     /// One document's bytes (tests, and a caller that has exactly one).

@@ -12,23 +12,38 @@ public enum ExtendedJSONReader {
 
     public static func documents(in bytes: [UInt8]) -> BSONReader.Output {
         var output = BSONReader.Output()
+        forEach(in: bytes) { index, _, result in
+            switch result {
+            case .success(let value): output.documents.append((index, value))
+            case .failure(let error): output.errors.append(error)
+            }
+        }
+        return output
+    }
+
+    /// The documents one at a time, with the byte offset each ends at.
+    public static func forEach(in bytes: [UInt8], _ body: (Int, Int, Result<BSONValue, ReadError>) throws -> Void) rethrows {
         let firstByte = bytes.first { !($0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09) }
         if firstByte == UInt8(ascii: "[") {
             let parsed: JSON
             do {
                 parsed = try JSON(parsing: bytes, limits: limits)
             } catch {
-                output.errors.append(ReadError(document: 0, location: "byte \(error.offset)", message: "not JSON: \(error.message)"))
-                return output
+                try body(0, bytes.count, .failure(ReadError(document: 0, location: "byte \(error.offset)", message: "not JSON: \(error.message)")))
+                return
             }
-            for (index, item) in (parsed.arrayValue ?? []).enumerated() {
+            let items = parsed.arrayValue ?? []
+            for (index, item) in items.enumerated() {
+                let end = bytes.count * (index + 1) / max(items.count, 1)
+                let result: Result<BSONValue, ReadError>
                 do {
-                    output.documents.append((index, try document(item)))
+                    result = .success(try document(item))
                 } catch {
-                    output.errors.append(ReadError(document: index, location: "array element \(index)", message: error.message))
+                    result = .failure(ReadError(document: index, location: "array element \(index)", message: error.message))
                 }
+                try body(index, end, result)
             }
-            return output
+            return
         }
         var index = 0
         var line = 0
@@ -39,19 +54,20 @@ public enum ExtendedJSONReader {
             let slice = bytes[start..<end]
             start = end + 1
             guard slice.contains(where: { !($0 == 0x20 || $0 == 0x0D || $0 == 0x09) }) else { continue }
-            defer { index += 1 }
-            do {
-                let parsed = try JSON(parsing: slice, limits: limits)
-                output.documents.append((index, try document(parsed)))
-            } catch let error as JSONParseError {
-                output.errors.append(ReadError(document: index, location: "line \(line)", message: "not JSON: \(error.message)"))
-            } catch let error as Failure {
-                output.errors.append(ReadError(document: index, location: "line \(line)", message: error.message))
-            } catch {
-                output.errors.append(ReadError(document: index, location: "line \(line)", message: "\(error)"))
+            let result: Result<BSONValue, ReadError>
+            switch Result(catching: { () throws(JSONParseError) in try JSON(parsing: slice, limits: limits) }) {
+            case .failure(let error):
+                result = .failure(ReadError(document: index, location: "line \(line)", message: "not JSON: \(error.message)"))
+            case .success(let parsed):
+                do {
+                    result = .success(try document(parsed))
+                } catch {
+                    result = .failure(ReadError(document: index, location: "line \(line)", message: error.message))
+                }
             }
+            try body(index, min(end + 1, bytes.count), result)
+            index += 1
         }
-        return output
     }
 
     struct Failure: Error {

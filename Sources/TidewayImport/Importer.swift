@@ -56,7 +56,7 @@ public final class Importer {
         let started = Date()
         let actor = try findActor()
         var knownAgencies = try agencyKeys()
-        var history: [String: [(Int64, JSON)]] = [:]
+        var history: [String: [(Int64, String)]] = [:]
         // (target collection, id) -> where it was first seen: duplicates across files are refused.
         var seen: [String: Source] = [:]
 
@@ -66,108 +66,142 @@ public final class Importer {
             return (ra, a.offset) < (rb, b.offset)
         }.map(\.element)
 
-        var loaded: [(InputFile, Mapping.Target, BSONReader.Output)] = []
+        // Files are read one at a time and their documents handled as they are read: only
+        // one batch of documents (and the history, as text) is held at once.
+        var known: [(InputFile, Mapping.Target)] = []
         for file in ordered {
             guard let target = Mapping.target(of: file.collection) else {
                 report.problems.append("\(file.path): unknown collection '\(file.collection)': not imported "
                     + "(known: BoardingReports, Photo, DutyChange, MenuData, Agency, User, ChangeHistory, Chatster, ChatMessage)")
                 continue
             }
-            let output: BSONReader.Output
-            do {
-                output = try file.read()
-            } catch {
-                report.problems.append("\(error)")
-                continue
-            }
+            known.append((file, target))
+            progress.totalBytes += file.diskBytes
+        }
+
+        for (file, target) in known {
             var counts = report.counts(file.collection, target: target)
-            for error in output.errors {
+            defer { report.set(file.collection, counts) }
+            let fileBytes = file.diskBytes
+            func unreadable(_ error: ReadError) {
                 counts.refuse(Mapping.Refusal(path: "/", reason: "unreadable: " + error.message),
                               at: "\(file.path) document #\(error.document + 1) (\(error.location))")
                 report.problems.append("\(file.path): document #\(error.document + 1) (\(error.location)): \(error.message)")
             }
-            report.set(file.collection, counts)
-            loaded.append((file, target, output))
-            progress.total += output.documents.count
-        }
-
-        for (file, target, output) in loaded {
-            var counts = report.counts(file.collection, target: target)
-            defer { report.set(file.collection, counts) }
             switch target {
-            case .ignored(let reason):
-                counts.skipped += output.documents.count
-                if !output.documents.isEmpty { report.problems.append("\(file.path): \(output.documents.count) documents not imported: \(reason)") }
-                progress.advance(output.documents.count, label: file.collection)
-            case .agencies:
-                try importAgencies(output, file: file, counts: &counts, known: &knownAgencies)
-                progress.advance(output.documents.count, label: file.collection)
-            case .users:
-                try importUsers(output, file: file, counts: &counts, known: knownAgencies, actor: actor)
-                progress.advance(output.documents.count, label: file.collection)
-            case .history:
-                for (index, doc) in output.documents {
-                    let source = Source(file: file.path, index: index, id: Mapping.id(doc["_id"]))
-                    guard let reportID = Mapping.id(doc["originalDocument"]?["_id"] ?? doc["recordId"] ?? doc["reportId"]) else {
-                        counts.refuse(.init(path: "/originalDocument/_id", reason: "missing: which report this history belongs to"), at: source.text)
-                        continue
-                    }
-                    let at: Int64
-                    switch doc["dateCreated"] ?? doc["date"] {
-                    case .date(let millis)?: at = millis
-                    case .string(let text)? where ISODate.millis(text) != nil: at = ISODate.millis(text)!
-                    default:
-                        counts.refuse(.init(path: "/dateCreated", reason: "missing or not a date"), at: source.text)
-                        continue
-                    }
-                    var change = Mapping.json(doc).objectValue ?? [:]
-                    change["importedFrom"] = "ChangeHistory"
-                    history[reportID, default: []].append((at, .object(change)))
-                    counts.created += 1
+            case .ignored, .agencies, .users:
+                // Small collections: read whole.
+                let output: BSONReader.Output
+                do {
+                    output = try file.read()
+                } catch {
+                    report.problems.append("\(error)")
+                    continue
                 }
-                progress.advance(output.documents.count, label: file.collection)
+                output.errors.forEach(unreadable)
+                switch target {
+                case .ignored(let reason):
+                    counts.skipped += output.documents.count
+                    if !output.documents.isEmpty {
+                        report.problems.append("\(file.path): \(output.documents.count) documents not imported: \(reason)")
+                    }
+                case .agencies:
+                    try importAgencies(output, file: file, counts: &counts, known: &knownAgencies)
+                default:
+                    try importUsers(output, file: file, counts: &counts, known: knownAgencies, actor: actor)
+                }
+                progress.advance(output.documents.count, bytes: fileBytes, label: file.collection)
+            case .history:
+                var previous = 0.0
+                do {
+                    try file.forEachDocument { index, fraction, result in
+                        progress.advance(1, bytes: Int(Double(fileBytes) * (fraction - previous)), label: file.collection)
+                        previous = fraction
+                        guard case .success(let doc) = result else {
+                            if case .failure(let error) = result { unreadable(error) }
+                            return
+                        }
+                        let source = Source(file: file.path, index: index, id: Mapping.id(doc["_id"]))
+                        guard let reportID = Mapping.id(doc["originalDocument"]?["_id"] ?? doc["recordId"] ?? doc["reportId"]) else {
+                            counts.refuse(.init(path: "/originalDocument/_id", reason: "missing: which report this history belongs to"),
+                                          at: source.text)
+                            return
+                        }
+                        let at: Int64
+                        switch doc["dateCreated"] ?? doc["date"] {
+                        case .date(let millis)?: at = millis
+                        case .string(let text)? where ISODate.millis(text) != nil: at = ISODate.millis(text)!
+                        default:
+                            counts.refuse(.init(path: "/dateCreated", reason: "missing or not a date"), at: source.text)
+                            return
+                        }
+                        var change = Mapping.json(doc).objectValue ?? [:]
+                        change["importedFrom"] = "ChangeHistory"
+                        history[reportID, default: []].append((at, JSON.object(change).serialized()))
+                        counts.created += 1
+                    }
+                } catch let error as ImportError {
+                    report.problems.append(error.description)
+                }
             case .documents(let collection):
                 var batch: [String: [Pending]] = [:]
-                for (index, doc) in output.documents {
-                    progress.advance(1, label: file.collection)
-                    let source = Source(file: file.path, index: index, id: Mapping.id(doc["_id"]))
-                    guard let id = source.id else {
-                        counts.refuse(.init(path: "/_id", reason: "missing, or not an ObjectId, string or number"), at: source.text)
-                        continue
-                    }
-                    let key = collection.rawValue + "/" + id
-                    if let first = seen[key] {
-                        counts.refuse(.init(path: "/_id", reason: "duplicate _id (the first one, \(first.text), is imported)"), at: source.text)
-                        continue
-                    }
-                    seen[key] = source
-                    guard let agency = Mapping.agency(of: doc) else {
-                        counts.refuse(.init(path: "/agency", reason: "missing: the agency (partition) the document belongs to"), at: source.text)
-                        continue
-                    }
-                    guard knownAgencies.contains(agency) else {
-                        counts.refuse(.init(path: "/agency", reason: "no such agency (import its Agency document or create it first)"), at: source.text)
-                        continue
-                    }
-                    guard case .object(var fields) = Mapping.json(doc) else { continue }
-                    for name in Mapping.partitionFields { fields[name] = nil }
-                    fields["_id"] = .string(id)
-                    var pictureSHA: String?
-                    if collection == .photos, case .binary(_, let bytes)? = doc["picture"] {
-                        pictureSHA = Crypto.hex(Crypto.sha256(bytes))
-                    }
-                    switch Mapping.fit(.object(fields), collection: collection, strict: options.strict) {
-                    case .failure(let refusal):
-                        counts.refuse(refusal, at: source.text)
-                    case .success(let (fitted, adjustments)):
-                        for adjustment in adjustments { counts.adjusted[adjustment, default: 0] += 1 }
-                        let partition = Partition.agency(agency)
-                        batch[partition, default: []].append(
-                            Pending(source: source, id: id, partition: partition, doc: fitted, pictureSHA: pictureSHA))
-                        if batch[partition]!.count >= options.batchSize {
-                            try write(batch.removeValue(forKey: partition)!, collection: collection, history: history, counts: &counts)
+                var previous = 0.0
+                do {
+                    try file.forEachDocument { index, fraction, result in
+                        progress.advance(1, bytes: Int(Double(fileBytes) * (fraction - previous)), label: file.collection)
+                        previous = fraction
+                        let doc: BSONValue
+                        switch result {
+                        case .failure(let error):
+                            unreadable(error)
+                            return
+                        case .success(let value):
+                            doc = value
+                        }
+                        let source = Source(file: file.path, index: index, id: Mapping.id(doc["_id"]))
+                        guard let id = source.id else {
+                            counts.refuse(.init(path: "/_id", reason: "missing, or not an ObjectId, string or number"), at: source.text)
+                            return
+                        }
+                        let key = collection.rawValue + "/" + id
+                        if let first = seen[key] {
+                            counts.refuse(.init(path: "/_id", reason: "duplicate _id (the first one, \(first.text), is imported)"),
+                                          at: source.text)
+                            return
+                        }
+                        seen[key] = source
+                        guard let agency = Mapping.agency(of: doc) else {
+                            counts.refuse(.init(path: "/agency", reason: "missing: the agency (partition) the document belongs to"),
+                                          at: source.text)
+                            return
+                        }
+                        guard knownAgencies.contains(agency) else {
+                            counts.refuse(.init(path: "/agency", reason: "no such agency (import its Agency document or create it first)"),
+                                          at: source.text)
+                            return
+                        }
+                        guard case .object(var fields) = Mapping.json(doc) else { return }
+                        for name in Mapping.partitionFields { fields[name] = nil }
+                        fields["_id"] = .string(id)
+                        var pictureSHA: String?
+                        if collection == .photos, case .binary(_, let bytes)? = doc["picture"] {
+                            pictureSHA = Crypto.hex(Crypto.sha256(bytes))
+                        }
+                        switch Mapping.fit(.object(fields), collection: collection, strict: options.strict) {
+                        case .failure(let refusal):
+                            counts.refuse(refusal, at: source.text)
+                        case .success(let (fitted, adjustments)):
+                            for adjustment in adjustments { counts.adjusted[adjustment, default: 0] += 1 }
+                            let partition = Partition.agency(agency)
+                            batch[partition, default: []].append(
+                                Pending(source: source, id: id, partition: partition, doc: fitted, pictureSHA: pictureSHA))
+                            if batch[partition]!.count >= options.batchSize {
+                                try write(batch.removeValue(forKey: partition)!, collection: collection, history: history, counts: &counts)
+                            }
                         }
                     }
+                } catch let error as ImportError {
+                    report.problems.append(error.description)
                 }
                 for partition in batch.keys.sorted() {
                     try write(batch[partition]!, collection: collection, history: history, counts: &counts)
@@ -191,7 +225,7 @@ public final class Importer {
 
     /// One batch of one partition: compare with what is stored, then write the new and the
     /// changed documents through the write path, in one transaction.
-    private func write(_ pending: [Pending], collection: SyncCollection, history: [String: [(Int64, JSON)]],
+    private func write(_ pending: [Pending], collection: SyncCollection, history: [String: [(Int64, String)]],
                        counts: inout ImportReport.Counts) throws {
         guard let first = pending.first, let partition = Partition(first.partition) else { return }
         let agency = partition.value
@@ -250,7 +284,9 @@ public final class Importer {
                     reportIDs.append(item.id)
                     partitions.append(item.partition)
                     let sorted = list.sorted { $0.0 < $1.0 }
-                    entries.append(JSON.array(sorted.map { ["at": .string(ISODate.string(millis: $0.0)), "change": $0.1] }).serialized())
+                    // Built as text: the history is held serialized (a big import has one per report).
+                    entries.append("[" + sorted.map { "{\"at\":\"\(ISODate.string(millis: $0.0))\",\"change\":\($0.1)}" }
+                        .joined(separator: ",") + "]")
                 }
                 if !reportIDs.isEmpty {
                     _ = try tx.query("""
@@ -485,10 +521,12 @@ public final class Importer {
     }
 }
 
-/// Documents per second and the time left, on standard error, at most once a second.
+/// Documents per second and the time left (from the share of the files' bytes read), on
+/// standard error, at most once a second.
 struct Progress {
     let enabled: Bool
-    var total = 0
+    var totalBytes = 0
+    var doneBytes = 0
     var done = 0
     let started = Date()
     var lastPrint = Date.distantPast
@@ -496,14 +534,16 @@ struct Progress {
 
     init(enabled: Bool) { self.enabled = enabled }
 
-    mutating func advance(_ count: Int, label: String) {
+    mutating func advance(_ count: Int, bytes: Int, label: String) {
         done += count
+        doneBytes += max(0, bytes)
         guard enabled, Date().timeIntervalSince(lastPrint) >= 1 else { return }
         lastPrint = Date()
         let elapsed = max(Date().timeIntervalSince(started), 0.001)
         let rate = Double(done) / elapsed
-        let eta = rate > 0 ? Double(total - done) / rate : 0
-        let line = String(format: "import: %@ %d/%d documents, %.0f docs/s, ETA %d:%02d", label, done, total, rate,
+        let share = totalBytes > 0 ? min(1, Double(doneBytes) / Double(totalBytes)) : 1
+        let eta = share > 0 ? elapsed * (1 - share) / share : 0
+        let line = String(format: "import: %@: %d documents, %.0f%%, %.0f docs/s, ETA %d:%02d", label, done, share * 100, rate,
                           Int(eta) / 60, Int(eta) % 60)
         FileHandle.standardError.write(Data(("\r" + line + "    ").utf8))
         printed = true

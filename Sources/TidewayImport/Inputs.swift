@@ -65,6 +65,21 @@ public struct InputFile: Sendable, Equatable {
         return gzipped ? try Gzip.inflate(raw, name: path) : raw
     }
 
+    /// The documents one at a time, with the fraction of the file read after each.
+    public func forEachDocument(_ body: (Int, Double, Result<BSONValue, ReadError>) throws -> Void) throws {
+        let content = try bytes()
+        let total = Double(max(content.count, 1))
+        switch format {
+        case .bson: try BSONReader.forEach(in: content) { try body($0, Double($1) / total, $2) }
+        case .extendedJSON: try ExtendedJSONReader.forEach(in: content) { try body($0, Double($1) / total, $2) }
+        }
+    }
+
+    /// The size on disk (for the progress line).
+    public var diskBytes: Int {
+        ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue ?? 0
+    }
+
     public func read() throws -> BSONReader.Output {
         let content = try bytes()
         switch format {

@@ -3,6 +3,7 @@ BSON, gzipped or not, and mongoexport Extended JSON, canonical and relaxed) arri
 same content, ids and partitions, through the sync write path; photos end in the blob store,
 history chains verify, users get invitations; bad input is named and refused alone; a second
 run changes nothing; a run killed with -9 finishes on the next without duplicates."""
+import tempfile
 import os
 import re
 import signal
@@ -16,6 +17,15 @@ from admin_support import GLOBAL_ADMIN, browser_as
 from conftest import URL, admin_db, api, session, token
 from import_support import TIDEWAY, Export, expected, report, run_import, write_bson, write_json_lines
 from patrol_support import tideway, tool_env, wait_for
+
+
+def scratch_report():
+    """A throwaway report path. Never /dev/null: the report is written atomically (a temporary
+    file renamed over the target), which would replace /dev/null with a regular file."""
+    fd, path = tempfile.mkstemp(suffix=".json", prefix="import-report-")
+    os.close(fd)
+    return path
+
 
 
 def docs(table, partition):
@@ -138,7 +148,7 @@ def test_the_back_office_audit_log_shows_the_import(imported):
 def test_a_second_run_changes_nothing(imported):
     export, _ = imported
     before = state_of(export.partition), docs("reports", export.partition), docs("photos", export.partition)
-    out = run_import(export.dump, export.export, "--report", "/dev/null").stdout
+    out = run_import(export.dump, export.export, "--report", scratch_report()).stdout
     assert counts_line(out, "BoardingReports") == (0, 0, 20, 0)
     assert counts_line(out, "Photo") == (0, 0, 2, 0)
     assert counts_line(out, "User") == (0, 0, 2, 0)
@@ -207,7 +217,7 @@ def test_bad_input_is_named_refused_alone_and_the_rest_arrives(tmp_path):
 def test_an_import_killed_with_minus_9_finishes_on_the_next_run_without_duplicates(tmp_path):
     export = Export(str(tmp_path / "big"), seed=9, reports=3000)
     export.write()
-    args = [TIDEWAY, "import", "--quiet", "--batch-size", "100", "--report", "/dev/null", export.dump, export.export]
+    args = [TIDEWAY, "import", "--quiet", "--batch-size", "100", "--report", scratch_report(), export.dump, export.export]
     process = subprocess.Popen(args, env=tool_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def some_written():
@@ -222,7 +232,7 @@ def test_an_import_killed_with_minus_9_finishes_on_the_next_run_without_duplicat
         cur.execute("select count(*) from sync.reports where partition = %s", (export.partition,))
         halfway = cur.fetchone()[0]
     assert 0 < halfway < 3000
-    out = run_import(export.dump, export.export, "--report", "/dev/null").stdout
+    out = run_import(export.dump, export.export, "--report", scratch_report()).stdout
     created, updated, skipped, refused = counts_line(out, "BoardingReports")
     assert (updated, refused) == (0, 0) and created + skipped == 3000 and skipped > 0
     with admin_db() as conn, conn.cursor() as cur:
