@@ -57,6 +57,7 @@ public struct ImportReport: Sendable {
         case .agencies: label = "agencies"
         case .users: label = "accounts"
         case .history: label = "report history"
+        case .chatMessages: label = "chatMessages"
         case .ignored: label = "(not imported)"
         }
         return Counts(target: label)

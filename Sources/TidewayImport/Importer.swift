@@ -22,10 +22,26 @@ public final class Importer {
 
     let connection: Connection
     let options: Options
-    public private(set) var report: ImportReport
-    private var progress: Progress
+    public internal(set) var report: ImportReport
+    var progress: Progress
+    /// RChat: conversations as the users' documents list them, by id.
+    var conversations: [String: Conversation] = [:]
+    var conversationsReady = false
+    /// Conversations that got new messages in this run (their unread counts are set after).
+    var conversationsWritten: Set<String> = []
+    /// Accounts by lower-case email (RChat's userName), for message authors.
+    var accounts: [String: (id: String, email: String)]?
+    /// Emails of the accounts a dry run would create.
+    var wouldCreate: Set<String> = []
+
+    struct Conversation {
+        var displayName: String
+        var members: [String] = []
+        /// Lower-case userName -> unreadCount in that user's copy.
+        var unread: [String: Int64] = [:]
+    }
     /// The push path's document limit (Config.Limits.documentBytes, 1 MiB).
-    private let limits = WritePath.Limits(documentBytes: 1024 * 1024)
+    let limits = WritePath.Limits(documentBytes: 1024 * 1024)
 
     public init(connection: Connection, options: Options) {
         self.connection = connection
@@ -143,6 +159,9 @@ public final class Importer {
                 } catch let error as ImportError {
                     report.problems.append(error.description)
                 }
+            case .chatMessages:
+                try ensureConversations()
+                try importMessages(file, fileBytes: fileBytes, counts: &counts, seen: &seen, unreadable: unreadable)
             case .documents(let collection):
                 var batch: [String: [Pending]] = [:]
                 var previous = 0.0
@@ -208,6 +227,8 @@ public final class Importer {
                 }
             }
         }
+        try ensureConversations()
+        try setUnreadCounts()
         progress.finish()
         report.seconds = Date().timeIntervalSince(started)
         if !options.dryRun, let actor {
@@ -440,6 +461,7 @@ public final class Importer {
     /// over. An account that exists (same email) is left as it is.
     private func importUsers(_ output: BSONReader.Output, file: InputFile, counts: inout ImportReport.Counts,
                              known: Set<String>, actor: Actor?) throws {
+        self.accounts = nil  // read again when messages need them
         let emails = Set(try connection.execute("select lower(email) as email from app.users").rows.compactMap { $0["email"] })
         var seenEmails: Set<String> = []
         var accounts: [(Source, Accounts.NewUser)] = []
@@ -452,6 +474,7 @@ public final class Importer {
                 continue
             }
             let email = rawEmail
+            collectConversations(of: doc, userName: email)
             guard seenEmails.insert(email.lowercased()).inserted else {
                 counts.refuse(.init(path: "/email", reason: "duplicate email in the import"), at: source.text)
                 continue
@@ -460,7 +483,12 @@ public final class Importer {
                 counts.skipped += 1
                 continue
             }
-            let agency = Mapping.agency(of: doc)
+            // O-FISH: `agency.name`; RChat's users belong to no agency (their `partition` is user=…).
+            let agency: String? = switch doc["agency"] {
+            case .string(let name)? where !name.isEmpty: name
+            case .document? : Mapping.agency(of: doc)
+            default: nil
+            }
             let role: Role
             if doc["global"]?["admin"] == .bool(true) {
                 role = .globalAdmin
@@ -486,6 +514,7 @@ public final class Importer {
         }
         guard !options.dryRun else {
             counts.created += accounts.count
+            wouldCreate.formUnion(accounts.map { $0.1.email.lowercased() })
             return
         }
         var start = 0

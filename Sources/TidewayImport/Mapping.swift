@@ -12,6 +12,8 @@ public enum Mapping {
         case agencies
         case users
         case history
+        /// RChat's messages: written as their authors, in their conversations.
+        case chatMessages
         /// Known, deliberately not imported (the reason is reported).
         case ignored(String)
     }
@@ -28,8 +30,7 @@ public enum Mapping {
         case "changehistory": .history
         case "chatster", "chatsters":
             .ignored("the server keeps chatsters from the accounts (domain.md, server effect 6)")
-        case "chatmessage", "chatmessages":
-            .ignored("chat messages are not imported by this version (docs/import.md, Not imported)")
+        case "chatmessage", "chatmessages": .chatMessages
         default: nil
         }
     }
@@ -45,7 +46,8 @@ public enum Mapping {
         case .documents(.reports): 4
         case .documents(.photos): 5
         case .documents: 6
-        case .ignored: 7
+        case .chatMessages: 7
+        case .ignored: 8
         }
     }
 
@@ -99,7 +101,8 @@ public enum Mapping {
         if case .string(let name)? = doc["agency"]?["name"], !name.isEmpty { return name }
         for key in ["_partition", "partition"] {
             if case .string(let text)? = doc[key], !text.isEmpty {
-                return text.hasPrefix("agency=") ? String(text.dropFirst(7)) : text
+                if text.hasPrefix("agency=") { return String(text.dropFirst(7)) }
+                return text.contains("=") ? nil : text  // user=…, conversation=…: not an agency
             }
         }
         return nil
@@ -127,7 +130,7 @@ public enum Mapping {
 
     /// The rules, by name (docs/import.md explains each):
     /// - `extra-field`: a field the schema does not know (the web app's extras) is dropped;
-    /// - `empty-as-missing`: "" or null where the schema wants another type is a missing value;
+    /// - `empty-as-missing`: "", null or [] where the schema wants another type is a missing value;
     /// - `numeric-string`: a decimal's string where a number is wanted becomes the number;
     /// - `status-alias` (in the schema itself): At Sea / On Land are On Duty / Off Duty.
     /// With `strict`, only `empty-as-missing` and `status-alias` apply and extra fields are refused.
@@ -148,7 +151,7 @@ public enum Mapping {
                     doc = Pointer.removing(doc, path)
                     adjustments.append(Adjustment(rule: "extra-field", path: Pointer.generic(path)))
                 } else if violation.message != "required field missing", let current,
-                          current == .null || current == .string("") {
+                          current == .null || current == .string("") || current == .array([]) {
                     doc = Pointer.removing(doc, path)
                     adjustments.append(Adjustment(rule: "empty-as-missing", path: Pointer.generic(path)))
                 } else if !strict, case .string(let text)? = current, violation.message.hasSuffix("got string"),

@@ -187,3 +187,37 @@ class Export:
         write_json_array(os.path.join(self.export, "DutyChange.json"), self.duty, canonical=False)
         write_json_lines(os.path.join(self.export, "MenuData.json"), self.menu, canonical=False)
         return self
+
+
+class ChatExport:
+    """RChat's database: users with their conversations, chatsters, messages."""
+
+    def __init__(self, root, seed=5):
+        rnd = random.Random(seed)
+        tag = uuid.uuid4().hex[:8]
+        self.folder = os.path.join(root, "rchat")
+        self.names = [f"{n.lower()}-{tag}@chat.example" for n in ("Ana", "Luis", "Marta")]
+        self.conversation = f"conv-{tag}"
+        self.messages = []
+        for i in range(7):
+            self.messages.append({"_id": str(uuid.uuid4()), "partition": "conversation=" + self.conversation,
+                                  "author": self.names[i % 2], "text": f"message {i}", "location": [],
+                                  "timestamp": datetime.datetime(2021, 5, 1, 12, i, tzinfo=datetime.timezone.utc)})
+        members = [{"userName": n, "membershipStatus": "Membership active"} for n in self.names]
+        self.unread = {self.names[0]: 0, self.names[1]: 2, self.names[2]: 7}
+        self.users = [{"_id": str(uuid.uuid4()), "partition": "user=x", "userName": n, "presence": "Off-Line",
+                       "userPreferences": {"displayName": n.split("-")[0].title(), "avatarImage": None},
+                       "conversations": [{"id": self.conversation, "displayName": "Patrol chat",
+                                          "unreadCount": self.unread[n], "members": members}]}
+                      for n in self.names]
+        self.chatsters = [{"_id": n, "partition": "all-users=all-the-users", "userName": n, "presence": "Off-Line"}
+                          for n in self.names]
+        # A message by somebody who is not in the export.
+        self.stranger = {"_id": str(uuid.uuid4()), "partition": "conversation=" + self.conversation,
+                         "author": f"stranger-{tag}@chat.example", "text": "hi", "timestamp": datetime.datetime.now(datetime.timezone.utc)}
+
+    def write(self):
+        write_bson(os.path.join(self.folder, "User.bson"), self.users)
+        write_bson(os.path.join(self.folder, "Chatster.bson"), self.chatsters)
+        write_json_lines(os.path.join(self.folder, "ChatMessage.json"), self.messages + [self.stranger], canonical=False)
+        return self

@@ -15,7 +15,7 @@ from bson import ObjectId
 
 from admin_support import GLOBAL_ADMIN, browser_as
 from conftest import URL, admin_db, api, session, token
-from import_support import TIDEWAY, Export, expected, report, run_import, write_bson, write_json_lines
+from import_support import TIDEWAY, ChatExport, Export, expected, iso, report, run_import, write_bson, write_json_lines
 from patrol_support import tideway, tool_env, wait_for
 
 
@@ -244,3 +244,32 @@ def test_an_import_killed_with_minus_9_finishes_on_the_next_run_without_duplicat
         assert cur.fetchone() == (3000, 3000)
     assert docs("reports", export.partition) == {str(r["_id"]): expected(r) for r in export.reports}
     assert tideway("verify-history").returncode == 0
+
+
+def test_rchat_users_conversations_and_messages_arrive_through_the_write_path(tmp_path):
+    chat = ChatExport(str(tmp_path)).write()
+    out = run_import(chat.folder, "--report", "/dev/null").stdout
+    assert counts_line(out, "User") == (3, 0, 0, 0)
+    assert counts_line(out, "conversations (from User)") == (1, 0, 0, 0)
+    assert counts_line(out, "ChatMessage") == (7, 0, 0, 1)
+    assert counts_line(out, "Chatster") == (0, 0, 3, 0)
+    assert re.search(r"/author: no account with this userName .* — 1 document: \S+ChatMessage\.json #8", out), out
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("select lower(email), id::text from app.users where lower(email) = any(%s)", (chat.names,))
+        ids = dict(cur.fetchall())
+        cur.execute("select user_id::text, unread from app.conversation_members where conversation_id = %s and active",
+                    (chat.conversation,))
+        assert dict(cur.fetchall()) == {ids[n]: chat.unread[n] for n in chat.names}
+        cur.execute("select id, doc from sync.chat_messages where partition = %s order by seq", ("conversation=" + chat.conversation,))
+        stored = cur.fetchall()
+        cur.execute("select doc -> 'conversations' -> 0 ->> 'unreadCount' from sync.users where id = %s", (ids[chat.names[2]],))
+        assert cur.fetchone()[0] == "7"
+    # In timestamp order, by their authors, with the original time kept.
+    assert [s[0] for s in stored] == [m["_id"] for m in chat.messages]
+    for (_, doc), m in zip(stored, chat.messages):
+        assert (doc["author"], doc["authorId"], doc["text"], doc["timestamp"]) == (m["author"], ids[m["author"]], m["text"],
+                                                                                 iso(m["timestamp"]))
+        assert "location" not in doc and "serverTimestamp" in doc
+    again = run_import(chat.folder, "--report", "/dev/null").stdout
+    assert counts_line(again, "ChatMessage") == (0, 0, 7, 1)
+    assert counts_line(again, "conversations (from User)") == (0, 0, 1, 0)

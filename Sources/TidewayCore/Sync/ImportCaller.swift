@@ -6,3 +6,11 @@ extension CallerInfo {
         CallerInfo(fields: Fields(displayName: "Tideway import", role: .agencyAdmin, agency: agency))
     }
 }
+
+extension CallerInfo {
+    /// `tideway import` writing a chat message as its author (RChat's ChatMessage): the
+    /// transaction's claims are that user's.
+    public static func importer(userID: String, email: String) -> CallerInfo {
+        CallerInfo(fields: Fields(userID: userID, email: email, role: .officer))
+    }
+}
