@@ -35,6 +35,8 @@ public struct ImportReport: Sendable {
     public struct Invitation: Sendable {
         public let email: String
         public let link: String
+        /// "mailed", "mail failed: …" or "not mailed (no relay configured)".
+        public let mail: String
     }
 
     public let dryRun: Bool
@@ -111,7 +113,7 @@ public struct ImportReport: Sendable {
         }
         if !invitations.isEmpty {
             lines.append("invitations (one-time links, valid 72 hours; hand each to its person):")
-            lines += invitations.map { "  \($0.email)  \($0.link)" }
+            lines += invitations.map { "  \($0.email)  \($0.link)  (\($0.mail))" }
         }
         let documents = totalDocuments
         let rate = seconds > 0 ? Double(documents) / seconds : 0
@@ -140,7 +142,7 @@ public struct ImportReport: Sendable {
         return [
             "run": .string(runID), "dryRun": .bool(dryRun), "seconds": .double((seconds * 1000).rounded() / 1000),
             "collections": .array(collectionsJSON), "problems": .array(problems.map(JSON.string)),
-            "invitations": .array(invitations.map { ["email": .string($0.email), "link": .string($0.link)] }),
+            "invitations": .array(invitations.map { ["email": .string($0.email), "link": .string($0.link), "mail": .string($0.mail)] }),
         ]
     }
 

@@ -17,6 +17,8 @@ public final class Importer {
         /// The global admin the audit entry and invitations are recorded under (default: the oldest active one).
         public var actorEmail: String?
         public var progress = true
+        /// Invitations are mailed through this relay when set (TIDEWAY_SMTP_*), and printed either way.
+        public var mail: MailSettings?
         public init() {}
     }
 
@@ -523,23 +525,38 @@ public final class Importer {
             start += slice.count
             // Links are issued as the recording global admin, through the same function as the
             // back office's invitations (it checks that the issuer may manage the user).
-            let links = try connection.transaction { tx -> [(String, String)] in
+            let links = try connection.transaction { tx -> [(String, String, String)] in
                 if let actor {
                     _ = try tx.query("""
                         select set_config('tideway.user_id', \(actor.id), true), set_config('tideway.role', 'globalAdmin', true)
                         """)
                 }
-                var links: [(String, String)] = []
+                var links: [(String, String, String)] = []
                 for (_, account) in slice {
                     let id = try Accounts.create(account, in: tx)
                     let token = Crypto.newToken()
                     _ = try tx.query("select app.issue_account_link(\(id)::uuid, 'invite', \(Tokens.hash(token)), \(72 * 3600))")
-                    links.append((account.email, Self.trimmed(options.publicURL) + "/invite/" + token))
+                    let name = "\(account.firstName) \(account.lastName)".trimmingCharacters(in: .whitespaces)
+                    links.append((account.email, Self.trimmed(options.publicURL) + "/invite/" + token, name))
                 }
                 return links
             }
             counts.created += links.count
-            report.invitations += links.map { ImportReport.Invitation(email: $0.0, link: $0.1) }
+            // After the commit, as in the back office: a mail never announces an account
+            // that a rollback took back.
+            let mailer = options.mail.map(Mailer.init(settings:))
+            for (email, link, name) in links {
+                var mail = "not mailed (no relay configured)"
+                if let mailer {
+                    if let message = ImportInvitationMail.message(link: link, email: email, name: name, settings: mailer.settings,
+                                                                  site: Self.trimmed(options.publicURL)) {
+                        mail = mailer.send(message).map { "mail failed: \($0)" } ?? "mailed"
+                    } else {
+                        mail = "mail failed: the address cannot be used in a mail"
+                    }
+                }
+                report.invitations.append(ImportReport.Invitation(email: email, link: link, mail: mail))
+            }
         }
     }
 

@@ -10,7 +10,7 @@ struct Import: ParsableCommand {
         discussion: """
             Reads .bson (+ .metadata.json) and Extended JSON (.json, JSON Lines or arrays), gzipped or not; \
             the collection is the file's name (BoardingReports, Photo, DutyChange, MenuData, Agency, User, \
-            ChangeHistory; RChat's User). Every document goes through the sync write path. Safe to run again.
+            ChangeHistory; RChat's User and ChatMessage). Every document goes through the sync write path. Safe to run again.
             """)
     @OptionGroup var admin: AdminDatabase
     @Argument(help: "mongodump folders and/or export files.") var paths: [String]
@@ -38,6 +38,11 @@ struct Import: ParsableCommand {
         options.actorEmail = actor
         options.publicURL = publicURL ?? ProcessInfo.processInfo.environment["TIDEWAY_PUBLIC_URL"] ?? "https://localhost:8443"
         options.progress = !quiet
+        let environment = ProcessInfo.processInfo.environment
+        if let mail = MailSettings(environment: environment, publicURL: options.publicURL) {
+            if let problem = mail.problem { throw ValidationError(problem) }
+            options.mail = mail
+        }
         let importer = Importer(connection: try admin.connect(), options: options)
         let result: ImportReport
         do {
@@ -49,9 +54,15 @@ struct Import: ParsableCommand {
         if !dryRun {
             let stamp = ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "")
             let path = report ?? "tideway-import-\(stamp).json"
-            // Owner-only: it holds the invitation links.
-            FileManager.default.createFile(atPath: path, contents: Data(result.json().serialized().utf8),
-                                           attributes: [.posixPermissions: 0o600])
+            // Owner-only: it holds the invitation links. Written in place with open(2), not with
+            // FileManager.createFile, which writes a temporary file and renames it over the
+            // target: given /dev/null, that replaced the device with a regular file.
+            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+            guard fd >= 0 else { throw ValidationError("cannot write the report to \(path): \(String(cString: strerror(errno)))") }
+            let bytes = Array(result.json().serialized().utf8)
+            let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            close(fd)
+            guard written == bytes.count else { throw ValidationError("cannot write the report to \(path)") }
             print("report: \(path)")
         }
     }

@@ -21,9 +21,10 @@ MENU = json.loads(open(os.path.join(REPO, "Data/ofish/menu-data.jsonl"), encodin
 NAMES = ["Ana", "Luis", "Marta", "Jean", "Aïcha", "Pedro", "Nadia", "Omar"]
 
 
-def run_import(*args, check=True, timeout=300):
-    return subprocess.run([TIDEWAY, "import", "--quiet", *args], env=tool_env(), capture_output=True, text=True,
-                          check=check, timeout=timeout)
+def run_import(*args, check=True, timeout=300, env=None):
+    environment = {k: v for k, v in tool_env().items() if not k.startswith("TIDEWAY_SMTP_")}
+    return subprocess.run([TIDEWAY, "import", "--quiet", *args], env={**environment, **(env or {})}, capture_output=True,
+                          text=True, check=check, timeout=timeout)
 
 
 def when(rnd, days=400):

@@ -15,6 +15,7 @@ from bson import ObjectId
 
 from admin_support import GLOBAL_ADMIN, browser_as
 from conftest import URL, admin_db, api, session, token
+from mail_support import wait_for_mail
 from import_support import TIDEWAY, ChatExport, Export, expected, iso, report, run_import, write_bson, write_json_lines
 from patrol_support import tideway, tool_env, wait_for
 
@@ -130,7 +131,7 @@ def test_users_are_invited_without_passwords_and_their_links_work(imported):
                     (export.agency,))
         assert cur.fetchall() == [(export.users[1]["email"], "agencyAdmin", export.agency, True),
                                   (export.users[0]["email"], "officer", export.agency, True)]
-    links = dict(re.findall(r"^\s+(\S+@fish\.example)\s+(https://\S+/invite/\S+)$", out, re.M))
+    links = dict(re.findall(r"^\s+(\S+@fish\.example)\s+(https://\S+/invite/\S+)\s+\(not mailed \(no relay configured\)\)$", out, re.M))
     assert set(links) == {u["email"] for u in export.users}
     page = session().get(URL + "/invite/" + links[export.users[0]["email"]].rsplit("/", 1)[1])
     assert page.status_code == 200 and export.users[0]["email"] in page.text
@@ -273,3 +274,16 @@ def test_rchat_users_conversations_and_messages_arrive_through_the_write_path(tm
     again = run_import(chat.folder, "--report", "/dev/null").stdout
     assert counts_line(again, "ChatMessage") == (0, 0, 7, 1)
     assert counts_line(again, "conversations (from User)") == (0, 0, 1, 0)
+
+
+@pytest.mark.skipif(not os.environ.get("SMTP_SINK_PORT"), reason="no mail sink (run through make test)")
+def test_with_a_relay_configured_the_invitations_are_also_mailed(tmp_path):
+    export = Export(str(tmp_path), seed=3, reports=5).write()
+    relay = {"TIDEWAY_SMTP_HOST": "127.0.0.1", "TIDEWAY_SMTP_PORT": os.environ["SMTP_SINK_PORT"], "TIDEWAY_SMTP_TLS": "none",
+             "TIDEWAY_PUBLIC_URL": URL}
+    out = run_import(export.dump, "--report", "/dev/null", env=relay).stdout
+    for user in export.users:
+        printed = re.search(rf"^\s+{re.escape(user['email'])}\s+(https://\S+)\s+\(mailed\)$", out, re.M)
+        assert printed, out
+        mail = wait_for_mail(user["email"])[0]
+        assert mail.link == printed.group(1) and mail.message["Subject"] == "Your Tideway account"
