@@ -29,8 +29,11 @@ deps:
 	fi
 	@command -v swift >/dev/null || { echo "swift not found: install Swift 6 (e.g. to /opt/swift)" >&2; exit 1; }
 
+# Every import must be a declared dependency of its target (the layers of Package.swift).
+IMPORT_CHECK := --explicit-target-dependency-import-check error
+
 build: deps
-	swift build -c release
+	swift build -c release $(IMPORT_CHECK)
 
 run: build
 	$(STACK) up
@@ -42,7 +45,8 @@ status:
 	$(STACK) status
 
 test: deps build
-	swift build --build-tests
+	python3 Tests/Architecture/check_layers.py
+	swift build --build-tests $(IMPORT_CHECK)
 	Deploy/dev/test.sh
 
 bench: build

@@ -1,8 +1,27 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
-// Dependencies point one way: C shims ← FastCGI / Database ← TidewayCore ← executables.
+// Layers, lowest first. A target depends only on targets of lower layers; the compiler
+// holds imports to the declared dependencies (`--explicit-target-dependency-import-check`
+// in the Makefile) and Tests/Architecture/check_layers.py fails on an upward dependency.
+//
+//   0 C shims        CFastCGI CLibPQ CSodium CCurl CZlib
+//   1 foundations    FastCGI Database TidewayJSON Support
+//   2 services       Schema Mail
+//   3 web toolkit    Web (app, router, request context, errors, pages, templates, sessions,
+//                    CSRF, tokens, health and metrics)
+//   4 capabilities   Accounts Sync
+//   5 capabilities   Events Blobs Chat Dashboards Administration
+//   6 capabilities   Boardings Patrol EventPublisher Operations Demo TidewayImport
+//   7 executables    tideway-worker (wiring of every route), tideway (the operator's tool)
+//
+// The worker links no code only the command-line tool uses (Patrol's jobs, the event
+// publisher, migrations, compaction, demo data).
 let strict: [SwiftSetting] = [.enableUpcomingFeature("ExistentialAny")]
+
+func module(_ name: String, _ dependencies: [Target.Dependency]) -> Target {
+    .target(name: name, dependencies: dependencies, swiftSettings: strict)
+}
 
 let package = Package(
     name: "Tideway",
@@ -16,30 +35,69 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.0.0"),
     ],
     targets: [
+        // 0 C shims
         .systemLibrary(name: "CFastCGI", pkgConfig: nil, providers: [.apt(["libfcgi-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
-        .target(name: "FastCGI", dependencies: ["CFastCGI"], swiftSettings: strict),
-        .target(name: "Database", dependencies: ["CLibPQ"], swiftSettings: strict),
-        .target(
-            name: "TidewayCore",
-            dependencies: [
-                "FastCGI", "Database", "CSodium", "CCurl",
-                .product(name: "Mustache", package: "swift-mustache"),
-            ],
+        // 1 foundations
+        module("FastCGI", ["CFastCGI"]),
+        module("Database", ["CLibPQ"]),
+        module("TidewayJSON", []),
+        module("Support", ["CSodium"]),
+        // 2 services
+        module("Schema", ["TidewayJSON"]),
+        module("Mail", ["Support", "CCurl"]),
+        // 3 web toolkit
+        module("Web", ["FastCGI", "Database", "TidewayJSON", "Support", "Schema", .product(name: "Mustache", package: "swift-mustache")]),
+        // 4-6 capabilities
+        module("Accounts", ["Web", "FastCGI", "Database", "TidewayJSON", "Support"]),
+        module("Sync", ["Web", "FastCGI", "Database", "TidewayJSON", "Support", "Schema"]),
+        module("Events", ["Sync", "Web", "FastCGI", "Database", "TidewayJSON", "Support"]),
+        module("Blobs", ["CSodium", "Sync", "Web", "FastCGI", "Database", "TidewayJSON", "Support"]),
+        module("Chat", ["Accounts", "Web", "FastCGI", "Database", "TidewayJSON", "Support"]),
+        module("Dashboards", ["Sync", "Web", "FastCGI", "Database", "TidewayJSON", "Support"]),
+        module("Administration", ["Accounts", "Sync", "Mail", "Web", "FastCGI", "Database", "TidewayJSON", "Support"]),
+        module("Boardings", ["Dashboards", "Sync", "Schema", "Web", "FastCGI", "Database", "TidewayJSON", "Support"]),
+        module("Patrol", ["Blobs", "Sync", "Web", "Database", "TidewayJSON", "Support"]),
+        module("EventPublisher", ["Events", "Database", "TidewayJSON", "Support", "CCurl"]),
+        module("Operations", ["Sync", "Database", "Support"]),
+        module("Demo", ["Accounts", "Sync", "Web", "Database", "TidewayJSON", "Support"]),
+        // `tideway import` (issue 18): Atlas exports (BSON, Extended JSON) through the write path.
+        module("TidewayImport", ["Administration", "Accounts", "Sync", "Schema", "Mail", "Web", "Database", "TidewayJSON",
+                                 "Support", "CZlib"]),
+        // 7 executables: the wiring
+        .executableTarget(
+            name: "tideway-worker",
+            dependencies: ["FastCGI", "Support", "Web", "Accounts", "Sync", "Events", "Blobs", "Chat", "Dashboards",
+                           "Administration", "Boardings", "Mail"],
             swiftSettings: strict),
-        // `tideway import` (issue 18): readers of Atlas exports and the mapping to Tideway.
-        .target(name: "TidewayImport", dependencies: ["TidewayCore", "Database", "CZlib"], swiftSettings: strict),
-        .executableTarget(name: "tideway-worker", dependencies: ["TidewayCore"], swiftSettings: strict),
         .executableTarget(
             name: "tideway",
-            dependencies: ["TidewayCore", "TidewayImport", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["Database", "Support", "Accounts", "Blobs", "Patrol", "EventPublisher", "Operations", "Demo",
+                           "TidewayImport", "Mail", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             // main.swift holds `@main`, and the tool has more than one file (Import.swift).
             swiftSettings: strict + [.unsafeFlags(["-parse-as-library"])]),
-        .testTarget(name: "TidewayCoreTests", dependencies: ["TidewayCore"], swiftSettings: strict),
-        .testTarget(name: "DatabaseTests", dependencies: ["Database", "TidewayCore"], swiftSettings: strict),
-        .testTarget(name: "TidewayImportTests", dependencies: ["TidewayImport", "TidewayCore"], swiftSettings: strict),
+        // Tests mirror Sources/: one test target per target.
+        .testTarget(name: "FastCGITests", dependencies: ["FastCGI", "Web"], swiftSettings: strict),
+        .testTarget(name: "DatabaseTests", dependencies: ["Database"], swiftSettings: strict),
+        .testTarget(name: "TidewayJSONTests", dependencies: ["TidewayJSON"], swiftSettings: strict),
+        .testTarget(name: "SchemaTests", dependencies: ["Schema", "TidewayJSON"], swiftSettings: strict),
+        .testTarget(name: "MailTests", dependencies: ["Mail"], swiftSettings: strict),
+        .testTarget(name: "WebTests", dependencies: ["Web", "Accounts", .product(name: "Mustache", package: "swift-mustache")],
+                    swiftSettings: strict),
+        .testTarget(name: "SyncTests", dependencies: ["Sync", "Database", "TidewayJSON"], swiftSettings: strict),
+        .testTarget(name: "BlobsTests", dependencies: ["Blobs", "Support"], swiftSettings: strict),
+        .testTarget(name: "DashboardsTests", dependencies: ["Dashboards", "Web"], swiftSettings: strict),
+        .testTarget(name: "AdministrationTests", dependencies: ["Administration"], swiftSettings: strict),
+        .testTarget(name: "BoardingsTests", dependencies: ["Boardings", "TidewayJSON"], swiftSettings: strict),
+        .testTarget(name: "PatrolTests", dependencies: ["Patrol"], swiftSettings: strict),
+        .testTarget(name: "OperationsTests", dependencies: ["Operations", "Database"], swiftSettings: strict),
+        .testTarget(name: "DemoTests", dependencies: ["Demo", "Support", "TidewayJSON"], swiftSettings: strict),
+        .testTarget(name: "TidewayImportTests", dependencies: ["TidewayImport", "TidewayJSON"], swiftSettings: strict),
+        // The worker's wiring, driven in process: a table of requests through the whole app.
+        .testTarget(name: "WorkerTests", dependencies: ["tideway-worker", "FastCGI", "Support", "TidewayJSON", "Web"],
+                    swiftSettings: strict),
     ]
 )

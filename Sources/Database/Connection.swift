@@ -7,6 +7,10 @@ import Foundation
 public final class Connection {
     private var conn: OpaquePointer?
     public let conninfo: String
+    /// Tests only: every `transaction` becomes a savepoint inside one outer transaction the
+    /// test opened and rolls back, its opening statements preceded by `reset` (the claims a
+    /// real transaction would have forgotten). nil: real transactions.
+    package var nesting: [SQL]?
 
     public init(conninfo: String) throws(DatabaseError) {
         self.conninfo = conninfo
@@ -15,7 +19,9 @@ public final class Connection {
             let detail = conn.map { String(cString: PQerrorMessage($0)) } ?? "out of memory"
             PQfinish(conn)
             self.conn = nil
-            throw DatabaseError(kind: .unavailable, detail: detail)
+            var error = DatabaseError(kind: .unavailable, detail: detail)
+            error.phase = .connect
+            throw error
         }
         // Notices (e.g. "already exists, skipping") are not errors; keep them out of stderr.
         PQsetNoticeProcessor(conn, { _, _ in }, nil)

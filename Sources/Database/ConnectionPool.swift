@@ -13,14 +13,25 @@ public final class ConnectionPool: @unchecked Sendable {
     private let condition = NSCondition()
     private var idle: [Connection] = []
     private var open = 0
+    /// Tests only: the one connection every borrower gets (see `Connection.nesting`).
+    private let pinned: Connection?
 
     public init(conninfo: String, capacity: Int) {
         self.conninfo = conninfo
         self.capacity = max(1, capacity)
+        pinned = nil
+    }
+
+    /// Tests only: a pool of one connection, handed out whatever state it is in.
+    package init(pinned connection: Connection) {
+        conninfo = connection.conninfo
+        capacity = 1
+        pinned = connection
     }
 
     /// Borrows a connection for `body`; waits while all are in use.
     public func withConnection<T>(_ body: (Connection) throws -> T) throws -> T {
+        if let pinned { return try body(pinned) }
         let connection = try borrow()
         defer { giveBack(connection) }
         return try body(connection)

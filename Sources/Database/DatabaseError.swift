@@ -10,7 +10,22 @@ public struct DatabaseError: Error, Sendable, CustomStringConvertible {
         case protocolViolation
     }
 
+    /// Where in a request's database work it failed, for the log (never for clients).
+    public enum Phase: String, Sendable, Equatable {
+        /// Opening a connection.
+        case connect
+        /// The transaction's opening statements: BEGIN and the caller's claims
+        /// (`app.authenticate`), which ride with the first query.
+        case authenticate
+        /// One of the request's own statements.
+        case statement
+        /// The COMMIT (a deferred constraint, a serialization failure, a lost connection).
+        case commit
+    }
+
     public let kind: Kind
+    /// Set by the layer that knows it (the pool, the transaction); `.statement` otherwise.
+    public var phase: Phase = .statement
     /// SQLSTATE, e.g. `42501` insufficient privilege, `23505` unique violation.
     public let sqlState: String?
     /// The server's text: for logs only.
@@ -29,7 +44,7 @@ public struct DatabaseError: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String {
-        "database error (\(kind)\(sqlState.map { ", SQLSTATE \($0)" } ?? ""))"
+        "database error (\(kind) at \(phase.rawValue)\(sqlState.map { ", SQLSTATE \($0)" } ?? ""))"
     }
 
     public var isRetryableConflict: Bool { sqlState == "40001" || sqlState == "40P01" }

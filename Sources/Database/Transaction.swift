@@ -37,7 +37,12 @@ public final class Transaction {
             results = try connection.pipeline(batch)
         } catch var error {
             if let i = error.statementIndex {
-                if i < openingCount { openingFailure = error }
+                if i < openingCount {
+                    error.phase = .authenticate
+                    openingFailure = error
+                } else if i == batch.count - 1, batch[i].text == connection.commitStatement.text {
+                    error.phase = .commit
+                }
                 error.statementIndex = i - openingCount
             }
             openingCount = 0
@@ -54,7 +59,7 @@ public final class Transaction {
     /// The last statements of a transaction and its commit in one round trip.
     public func queries(_ statements: [SQL], thenCommit: Bool) throws(DatabaseError) -> [QueryResult] {
         guard thenCommit else { return try queries(statements) }
-        let results = try queries(statements + ["commit"])
+        let results = try queries(statements + [connection.commitStatement])
         finished = true
         return Array(results.dropLast())
     }
@@ -62,7 +67,7 @@ public final class Transaction {
     /// The last statement of a transaction and its commit in one round trip.
     public func query(_ statement: SQL, thenCommit: Bool) throws(DatabaseError) -> QueryResult {
         guard thenCommit else { return try query(statement) }
-        let results = try queries([statement, "commit"])
+        let results = try queries([statement, connection.commitStatement])
         finished = true
         return results[0]
     }
@@ -75,7 +80,7 @@ public final class Transaction {
 
     func commit() throws(DatabaseError) {
         guard !finished else { return }
-        _ = try queries(["commit"])
+        _ = try queries([connection.commitStatement])
         finished = true
     }
 
@@ -85,7 +90,11 @@ public final class Transaction {
     func rollback() {
         finished = true
         pending = []
-        if connection.inTransaction { _ = try? connection.pipeline(["rollback"]) }
+        if connection.nesting != nil {
+            _ = try? connection.pipeline(["rollback to savepoint request", "release savepoint request"])
+        } else if connection.inTransaction {
+            _ = try? connection.pipeline(["rollback"])
+        }
     }
 }
 
@@ -97,8 +106,10 @@ extension Connection {
     public func transaction<T>(
         readOnly: Bool = false, snapshot: Bool = false, opening: [SQL] = [], _ body: (Transaction) throws -> T
     ) throws -> T {
-        let begin: SQL = snapshot ? "begin isolation level repeatable read read only" : readOnly ? "begin read only" : "begin"
-        let tx = Transaction(connection: self, opening: [begin] + opening)
+        let begin: [SQL] =
+            if let nesting { ["savepoint request"] + nesting }
+            else { [snapshot ? "begin isolation level repeatable read read only" : readOnly ? "begin read only" : "begin"] }
+        let tx = Transaction(connection: self, opening: begin + opening)
         do {
             let value = try body(tx)
             try tx.commit()
@@ -108,4 +119,8 @@ extension Connection {
             throw error
         }
     }
+}
+
+extension Connection {
+    var commitStatement: SQL { nesting == nil ? "commit" : "release savepoint request" }
 }

@@ -1,8 +1,10 @@
+
+
 /// A value of a MongoDB document, as `mongodump` (BSON, https://bsonspec.org/spec.html) or
 /// `mongoexport` (Extended JSON v2) hands it out. Only the types Realm apps write are
 /// read; the others (regular expressions, JavaScript, min/max keys, DBPointer) are
 /// refused with their type byte named.
-public indirect enum BSONValue: Sendable, Equatable {
+package indirect enum BSONValue: Sendable, Equatable {
     case double(Double)
     case string(String)
     /// Key order is not kept: Tideway's documents are JSON objects (unordered).
@@ -21,13 +23,13 @@ public indirect enum BSONValue: Sendable, Equatable {
     /// The decimal's canonical string (the Extended JSON `$numberDecimal` form).
     case decimal128(String)
 
-    public subscript(key: String) -> BSONValue? {
+    package subscript(key: String) -> BSONValue? {
         if case .document(let fields) = self { return fields[key] }
         return nil
     }
 
     /// The type's name as BSON's specification calls it, for messages.
-    public var typeName: String {
+    package var typeName: String {
         switch self {
         case .double: "double"
         case .string: "string"
@@ -48,24 +50,24 @@ public indirect enum BSONValue: Sendable, Equatable {
 
 /// What went wrong reading a file of documents: which document (0-based, in file order)
 /// and where (byte offset, or line for JSON Lines).
-public struct ReadError: Error, Sendable, Equatable, CustomStringConvertible {
-    public let document: Int
-    public let location: String
-    public let message: String
+package struct ReadError: Error, Sendable, Equatable, CustomStringConvertible {
+    package let document: Int
+    package let location: String
+    package let message: String
 
-    public var description: String { "document #\(document + 1) (\(location)): \(message)" }
+    package var description: String { "document #\(document + 1) (\(location)): \(message)" }
 }
 
 /// Reads a `.bson` file: documents one after another, each prefixed with its int32 length.
 /// A document whose own bytes are broken is refused alone (its length still says where the
 /// next one starts); a truncated file ends the reading, with the documents before it kept.
-public enum BSONReader {
-    public struct Output: Sendable {
-        public var documents: [(index: Int, value: BSONValue)] = []
-        public var errors: [ReadError] = []
+package enum BSONReader {
+    package struct Output: Sendable {
+        package var documents: [(index: Int, value: BSONValue)] = []
+        package var errors: [ReadError] = []
     }
 
-    public static func documents(in bytes: [UInt8]) -> Output {
+    package static func documents(in bytes: [UInt8]) -> Output {
         var output = Output()
         forEach(in: bytes) { index, _, result in
             switch result {
@@ -78,7 +80,7 @@ public enum BSONReader {
 
     /// The documents one at a time (a dump of 100,000 reports is not held whole), with the
     /// byte offset each ends at.
-    public static func forEach(in bytes: [UInt8], _ body: (Int, Int, Result<BSONValue, ReadError>) throws -> Void) rethrows {
+    package static func forEach(in bytes: [UInt8], _ body: (Int, Int, Result<BSONValue, ReadError>) throws -> Void) rethrows {
         var offset = 0
         var index = 0
         while offset < bytes.count {
@@ -113,7 +115,7 @@ public enum BSONReader {
     }
 
     /// One document's bytes (tests, and a caller that has exactly one).
-    public static func document(_ bytes: [UInt8]) throws(ReadError) -> BSONValue {
+    package static func document(_ bytes: [UInt8]) throws(ReadError) -> BSONValue {
         let output = documents(in: bytes)
         if let error = output.errors.first { throw error }
         guard output.documents.count == 1, let first = output.documents.first else {
@@ -286,8 +288,8 @@ public enum BSONReader {
 
 /// IEEE 754-2008 decimal128 (BID encoding) to the string the BSON specification's
 /// Decimal128 document gives (the same as Extended JSON's `$numberDecimal`).
-public enum Decimal128 {
-    public static func string(low: UInt64, high: UInt64) -> String {
+package enum Decimal128 {
+    package static func string(low: UInt64, high: UInt64) -> String {
         let negative = high >> 63 == 1
         let combination = (high >> 58) & 0x1F
         if combination == 0x1F { return "NaN" }

@@ -1,16 +1,24 @@
+import Accounts
+import Administration
+import Database
 import Foundation
-import TidewayCore
+import Mail
+import Schema
+import Support
+import Sync
+import TidewayJSON
+import Web
 
 /// Reads `mongoexport` output: MongoDB Extended JSON v2
 /// (https://www.mongodb.com/docs/manual/reference/mongodb-extended-json/), canonical or
 /// relaxed, one document a line (JSON Lines, the default) or one JSON array (`--jsonArray`).
 /// The v1 forms mongoexport wrote before 4.2 (`$date` as a number, `$binary` with `$type`)
 /// are read too.
-public enum ExtendedJSONReader {
+package enum ExtendedJSONReader {
     /// Strings up to this many bytes (a photo's base64 picture is long).
     static let limits = JSONLimits(maxDepth: 100, maxStringBytes: 64 * 1024 * 1024)
 
-    public static func documents(in bytes: [UInt8]) -> BSONReader.Output {
+    package static func documents(in bytes: [UInt8]) -> BSONReader.Output {
         var output = BSONReader.Output()
         forEach(in: bytes) { index, _, result in
             switch result {
@@ -22,7 +30,7 @@ public enum ExtendedJSONReader {
     }
 
     /// The documents one at a time, with the byte offset each ends at.
-    public static func forEach(in bytes: [UInt8], _ body: (Int, Int, Result<BSONValue, ReadError>) throws -> Void) rethrows {
+    package static func forEach(in bytes: [UInt8], _ body: (Int, Int, Result<BSONValue, ReadError>) throws -> Void) rethrows {
         let firstByte = bytes.first { !($0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09) }
         if firstByte == UInt8(ascii: "[") {
             let parsed: JSON
@@ -202,9 +210,9 @@ enum JSONPointerText {
 }
 
 /// ISO 8601 dates both ways, in milliseconds since the epoch (UTC).
-public enum ISODate {
+package enum ISODate {
     /// `YYYY-MM-DDTHH:MM:SS[.fff…](Z|±HH:MM|±HHMM)`; nil otherwise.
-    public static func millis(_ text: String) -> Int64? {
+    package static func millis(_ text: String) -> Int64? {
         let b = Array(text.utf8)
         var p = 0
         func num(_ n: Int) -> Int? {
@@ -260,7 +268,7 @@ public enum ISODate {
     }
 
     /// `YYYY-MM-DDTHH:MM:SS.sssZ`, what JavaScript's `toISOString()` writes.
-    public static func string(millis: Int64) -> String {
+    package static func string(millis: Int64) -> String {
         let (secondsTotal, ms) = millis.quotientAndRemainder(dividingBy: 1000)
         var seconds = secondsTotal
         var milli = ms

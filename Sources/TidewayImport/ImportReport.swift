@@ -1,19 +1,27 @@
+import Accounts
+import Administration
+import Database
 import Foundation
-import TidewayCore
+import Mail
+import Schema
+import Support
+import Sync
+import TidewayJSON
+import Web
 
 /// What an import did (or, dry, would do), per source collection: created, updated,
 /// skipped, refused (grouped by JSON Pointer path and reason, with the first few documents
 /// named by file, position and `_id`), and the drift rules applied.
-public struct ImportReport: Sendable {
-    public struct Counts: Sendable {
-        public var target: String
-        public var created = 0
-        public var updated = 0
-        public var skipped = 0
-        public var refused = 0
+package struct ImportReport: Sendable {
+    package struct Counts: Sendable {
+        package var target: String
+        package var created = 0
+        package var updated = 0
+        package var skipped = 0
+        package var refused = 0
         /// (path, reason) -> how many, and up to 5 documents.
-        public var refusals: [Mapping.Refusal: (count: Int, examples: [String])] = [:]
-        public var adjusted: [Mapping.Adjustment: Int] = [:]
+        package var refusals: [Mapping.Refusal: (count: Int, examples: [String])] = [:]
+        package var adjusted: [Mapping.Adjustment: Int] = [:]
 
         /// Grouped by the path with array indexes as `-` and the reason without the
         /// offending number, so that one kind of problem is one line.
@@ -32,22 +40,22 @@ public struct ImportReport: Sendable {
         }
     }
 
-    public struct Invitation: Sendable {
-        public let email: String
-        public let link: String
+    package struct Invitation: Sendable {
+        package let email: String
+        package let link: String
         /// "mailed", "mail failed: …" or "not mailed (no relay configured)".
-        public let mail: String
+        package let mail: String
     }
 
-    public let dryRun: Bool
+    package let dryRun: Bool
     /// Names this run in the audit log (`import:<runID>`) and the report file.
-    public let runID = Crypto.hex(Crypto.randomBytes(6))
+    package let runID = Crypto.hex(Crypto.randomBytes(6))
     /// Source collection -> counts, in the order first met.
-    public private(set) var collections: [(name: String, counts: Counts)] = []
+    package private(set) var collections: [(name: String, counts: Counts)] = []
     /// Files or documents that could not be read, and unknown collections.
-    public var problems: [String] = []
-    public var invitations: [Invitation] = []
-    public var seconds: Double = 0
+    package var problems: [String] = []
+    package var invitations: [Invitation] = []
+    package var seconds: Double = 0
 
     init(dryRun: Bool) { self.dryRun = dryRun }
 
@@ -73,13 +81,13 @@ public struct ImportReport: Sendable {
         }
     }
 
-    public var totalRefused: Int { collections.reduce(0) { $0 + $1.counts.refused } }
-    public var totalDocuments: Int {
+    package var totalRefused: Int { collections.reduce(0) { $0 + $1.counts.refused } }
+    package var totalDocuments: Int {
         collections.reduce(0) { $0 + $1.counts.created + $1.counts.updated + $1.counts.skipped + $1.counts.refused }
     }
 
     /// The summary printed at the end (and, dry, instead of writing).
-    public func text() -> String {
+    package func text() -> String {
         var lines: [String] = []
         lines.append(dryRun ? "import (dry run: nothing written) — what would happen:" : "import finished:")
         let header = ["collection", "into", dryRun ? "would create" : "created", dryRun ? "would update" : "updated", "skipped", "refused"]
@@ -123,7 +131,7 @@ public struct ImportReport: Sendable {
     }
 
     /// The report file: the same, as JSON.
-    public func json() -> JSON {
+    package func json() -> JSON {
         var collectionsJSON: [JSON] = []
         for (name, c) in collections {
             collectionsJSON.append([

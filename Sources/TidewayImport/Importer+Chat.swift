@@ -1,6 +1,13 @@
+import Accounts
+import Administration
 import Database
 import Foundation
-import TidewayCore
+import Mail
+import Schema
+import Support
+import Sync
+import TidewayJSON
+import Web
 
 /// RChat: conversations (from the users' documents) and chat messages (written by their
 /// authors through the write path, so the server's rules and effects apply as for a send).

@@ -1,30 +1,37 @@
+import Accounts
+import Administration
 import Database
 import Foundation
-import TidewayCore
+import Mail
+import Schema
+import Support
+import Sync
+import TidewayJSON
+import Web
 
 /// `tideway import`: reads Atlas exports, maps them (Mapping), and writes every document
 /// through the sync write path (WritePath.apply) in batches of one agency's partition,
 /// one transaction per batch. A document already there with the same content is skipped,
 /// so a second run changes nothing and a run killed halfway (its open batch rolled back)
 /// finishes on the next without duplicates: ids are the exports' own.
-public final class Importer {
-    public struct Options: Sendable {
-        public var dryRun = false
-        public var strict = false
-        public var batchSize = 1000
+package final class Importer {
+    package struct Options: Sendable {
+        package var dryRun = false
+        package var strict = false
+        package var batchSize = 1000
         /// Where invitation links point (TIDEWAY_PUBLIC_URL).
-        public var publicURL = "https://localhost:8443"
+        package var publicURL = "https://localhost:8443"
         /// The global admin the audit entry and invitations are recorded under (default: the oldest active one).
-        public var actorEmail: String?
-        public var progress = true
+        package var actorEmail: String?
+        package var progress = true
         /// Invitations are mailed through this relay when set (TIDEWAY_SMTP_*), and printed either way.
-        public var mail: MailSettings?
-        public init() {}
+        package var mail: MailSettings?
+        package init() {}
     }
 
     let connection: Connection
     let options: Options
-    public internal(set) var report: ImportReport
+    package internal(set) var report: ImportReport
     var progress: Progress
     /// RChat: conversations as the users' documents list them, by id.
     var conversations: [String: Conversation] = [:]
@@ -45,7 +52,7 @@ public final class Importer {
     /// The push path's document limit (Config.Limits.documentBytes, 1 MiB).
     let limits = WritePath.Limits(documentBytes: 1024 * 1024)
 
-    public init(connection: Connection, options: Options) {
+    package init(connection: Connection, options: Options) {
         self.connection = connection
         self.options = options
         self.report = ImportReport(dryRun: options.dryRun)
@@ -70,7 +77,7 @@ public final class Importer {
         var text: String { "\(file) #\(index + 1)" + (id.map { " _id \($0)" } ?? "") }
     }
 
-    public func run(_ files: [InputFile]) throws -> ImportReport {
+    package func run(_ files: [InputFile]) throws -> ImportReport {
         let started = Date()
         let actor = try findActor()
         var knownAgencies = try agencyKeys()
@@ -328,7 +335,7 @@ public final class Importer {
                        set_config('tideway.user_id', '', true), set_config('tideway.device', 'import', true)
                 """,
             ])
-            let results = try WritePath.apply(changes, clientID: nil, device: "import", caller: .importer(agency: agency),
+            let results = try WritePath.apply(changes, clientID: nil, device: "import", caller: CallerInfo(serviceFor: agency),
                                               in: tx, limits: limits)
             var rejected: [String] = []
             for ((item, isNew), result) in zip(writing, results) {

@@ -5,15 +5,15 @@ import Foundation
 /// `.metadata.json` beside it; `--gzip` adds `.gz`) and what `mongoexport` writes
 /// (`<Collection>.json`, JSON Lines or an array, maybe gzipped). A folder is searched
 /// (with its sub-folders, in name order); the collection is the file's name.
-public struct InputFile: Sendable, Equatable {
-    public enum Format: String, Sendable { case bson, extendedJSON }
-    public let path: String
-    public let collection: String
-    public let format: Format
-    public let gzipped: Bool
+package struct InputFile: Sendable, Equatable {
+    package enum Format: String, Sendable { case bson, extendedJSON }
+    package let path: String
+    package let collection: String
+    package let format: Format
+    package let gzipped: Bool
 
     /// nil for files that are not documents (`.metadata.json`, anything else).
-    public init?(path: String) {
+    package init?(path: String) {
         var name = (path as NSString).lastPathComponent
         if name.hasPrefix(".") || name.hasSuffix(".metadata.json") || name.hasSuffix(".metadata.json.gz") { return nil }
         gzipped = name.hasSuffix(".gz")
@@ -32,7 +32,7 @@ public struct InputFile: Sendable, Equatable {
     }
 
     /// The files under the given paths, folders searched recursively, each file once.
-    public static func find(_ paths: [String]) throws -> [InputFile] {
+    package static func find(_ paths: [String]) throws -> [InputFile] {
         var found: [InputFile] = []
         var seen: Set<String> = []
         for path in paths {
@@ -59,14 +59,14 @@ public struct InputFile: Sendable, Equatable {
     }
 
     /// The file's bytes, inflated when gzipped.
-    public func bytes() throws -> [UInt8] {
+    package func bytes() throws -> [UInt8] {
         guard let data = FileManager.default.contents(atPath: path) else { throw ImportError("cannot read \(path)") }
         let raw = [UInt8](data)
         return gzipped ? try Gzip.inflate(raw, name: path) : raw
     }
 
     /// The documents one at a time, with the fraction of the file read after each.
-    public func forEachDocument(_ body: (Int, Double, Result<BSONValue, ReadError>) throws -> Void) throws {
+    package func forEachDocument(_ body: (Int, Double, Result<BSONValue, ReadError>) throws -> Void) throws {
         let content = try bytes()
         let total = Double(max(content.count, 1))
         switch format {
@@ -76,11 +76,11 @@ public struct InputFile: Sendable, Equatable {
     }
 
     /// The size on disk (for the progress line).
-    public var diskBytes: Int {
+    package var diskBytes: Int {
         ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue ?? 0
     }
 
-    public func read() throws -> BSONReader.Output {
+    package func read() throws -> BSONReader.Output {
         let content = try bytes()
         switch format {
         case .bson: return BSONReader.documents(in: content)
@@ -89,14 +89,14 @@ public struct InputFile: Sendable, Equatable {
     }
 }
 
-public struct ImportError: Error, CustomStringConvertible, Sendable {
-    public let description: String
-    public init(_ description: String) { self.description = description }
+package struct ImportError: Error, CustomStringConvertible, Sendable {
+    package let description: String
+    package init(_ description: String) { self.description = description }
 }
 
 /// gzip (RFC 1952) through zlib, members one after another as `gzip` writes them.
-public enum Gzip {
-    public static func inflate(_ input: [UInt8], name: String = "input") throws -> [UInt8] {
+package enum Gzip {
+    package static func inflate(_ input: [UInt8], name: String = "input") throws -> [UInt8] {
         var output: [UInt8] = []
         output.reserveCapacity(input.count * 4)
         var stream = z_stream()

@@ -1,13 +1,21 @@
+import Accounts
+import Administration
+import Database
 import Foundation
-import TidewayCore
+import Mail
+import Schema
+import Support
+import Sync
+import TidewayJSON
+import Web
 
 /// What each collection of a Realm app becomes in Tideway (docs/import.md has the table and
 /// the drift rules in prose). The O-FISH `wildaid` database's collections map to the patrol
 /// collections of an agency's partition, its `Agency` and `User` documents to agencies and
 /// accounts; RChat's `User` documents become accounts.
-public enum Mapping {
+package enum Mapping {
     /// A source collection's destination.
-    public enum Target: Sendable, Equatable {
+    package enum Target: Sendable, Equatable {
         case documents(SyncCollection)
         case agencies
         case users
@@ -19,7 +27,7 @@ public enum Mapping {
     }
 
     /// By the source collection's name as Atlas has it (case-insensitive).
-    public static func target(of collection: String) -> Target? {
+    package static func target(of collection: String) -> Target? {
         switch collection.lowercased() {
         case "boardingreports": .documents(.reports)
         case "photo", "photos": .documents(.photos)
@@ -37,7 +45,7 @@ public enum Mapping {
 
     /// The order collections are imported in: agencies and people first (partitions and
     /// invitations), then history (read before the reports it belongs to), then documents.
-    public static func rank(_ target: Target) -> Int {
+    package static func rank(_ target: Target) -> Int {
         switch target {
         case .agencies: 0
         case .users: 1
@@ -56,7 +64,7 @@ public enum Mapping {
     /// A BSON value as Tideway's JSON: ObjectIds as their hex string, dates as ISO 8601 in
     /// UTC with milliseconds, binary as standard base64 (UUIDs as their text), decimals as
     /// strings, timestamps as their seconds.
-    public static func json(_ value: BSONValue) -> JSON {
+    package static func json(_ value: BSONValue) -> JSON {
         switch value {
         case .double(let number): number.isFinite ? .double(number) : .null
         case .string(let text): .string(text)
@@ -81,7 +89,7 @@ public enum Mapping {
 
     /// An `_id` as Tideway's document id (ObjectIds keep their hex, so `referencingReportID`
     /// and other references still match).
-    public static func id(_ value: BSONValue?) -> String? {
+    package static func id(_ value: BSONValue?) -> String? {
         switch value {
         case .objectID(let hex)?: return hex
         case .string(let text)? where !text.isEmpty && text.utf8.count <= 128: return text
@@ -96,7 +104,7 @@ public enum Mapping {
     /// The agency a document belongs to: its `agency` (O-FISH's partition key, the agency's
     /// name; `agency.name` in a User), else its `_partition` / `partition` (`agency=<key>` or
     /// the bare key).
-    public static func agency(of doc: BSONValue) -> String? {
+    package static func agency(of doc: BSONValue) -> String? {
         if case .string(let name)? = doc["agency"], !name.isEmpty { return name }
         if case .string(let name)? = doc["agency"]?["name"], !name.isEmpty { return name }
         for key in ["_partition", "partition"] {
@@ -114,15 +122,15 @@ public enum Mapping {
     // MARK: drift rules
 
     /// One adjustment made to fit Tideway's schema: which rule, where.
-    public struct Adjustment: Sendable, Hashable {
-        public let rule: String
-        public let path: String
+    package struct Adjustment: Sendable, Hashable {
+        package let rule: String
+        package let path: String
     }
 
-    public struct Refusal: Error, Sendable, Hashable {
-        public let path: String
-        public let reason: String
-        public init(path: String, reason: String) {
+    package struct Refusal: Error, Sendable, Hashable {
+        package let path: String
+        package let reason: String
+        package init(path: String, reason: String) {
             self.path = path
             self.reason = reason
         }
@@ -134,7 +142,7 @@ public enum Mapping {
     /// - `numeric-string`: a decimal's string where a number is wanted becomes the number;
     /// - `status-alias` (in the schema itself): At Sea / On Land are On Duty / Off Duty.
     /// With `strict`, only `empty-as-missing` and `status-alias` apply and extra fields are refused.
-    public static func fit(_ document: JSON, collection: SyncCollection, strict: Bool) -> Result<(JSON, [Adjustment]), Refusal> {
+    package static func fit(_ document: JSON, collection: SyncCollection, strict: Bool) -> Result<(JSON, [Adjustment]), Refusal> {
         var doc = document
         var adjustments: [Adjustment] = []
         for _ in 0..<200 {

@@ -1,6 +1,7 @@
 import FastCGI
 import Foundation
-import TidewayCore
+import Support
+import Web
 
 // The worker only wires things: configuration, the socket, the application, the threads.
 // Before any thread starts: SIGTERM must reach only the server's drain (FastCGIServer.run).
@@ -8,7 +9,7 @@ FastCGIServer.blockStopSignals()
 let config = Config()
 do {
     let listenFD = try Listener.open(environment: ProcessInfo.processInfo.environment)
-    let app = try App.start(config: config)
+    let app = try Capabilities.start(config: config)
     Log.info("worker \(getpid()) serving with \(config.threads) threads")
     FastCGIServer(listenFD: listenFD, threads: config.threads).run { { request in app.handle(request) } }
     Log.info("worker \(getpid()) stopped")

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
-import TidewayCore
+import Mail
+import Support
 import TidewayImport
 
 /// `tideway import`: a Realm app's data from MongoDB Atlas exports (docs/import.md).

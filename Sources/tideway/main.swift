@@ -1,7 +1,14 @@
+import Accounts
 import ArgumentParser
+import Blobs
 import Database
+import Demo
+import EventPublisher
 import Foundation
-import TidewayCore
+import Operations
+import Patrol
+import Support
+import Web
 
 /// The operator's tool: migrations, accounts, demo data, maintenance.
 @main

@@ -29,8 +29,9 @@ class CASession(requests.Session):
 class Client:
     """One signed-in user with a kept-alive HTTPS session."""
 
-    def __init__(self, email):
-        answer = login(email)
+    def __init__(self, email=None, token=None):
+        """Signs `email` in, or uses a `token` some other sign-in gave."""
+        answer = login(email) if token is None else {"accessToken": token, "user": {"id": None}}
         self.email = email
         self.token = answer["accessToken"]
         self.user = answer["user"]
@@ -66,29 +67,36 @@ class Client:
 
 
 class Replica:
-    """A client's copy of partitions, kept by pulling until `more` is false."""
+    """A device's copy of partitions: pulls until `more` is false and pushes with its own
+    clientId and change ids. The one sync client of the tests, over a `Client`'s session."""
 
-    def __init__(self, client, partitions, limit=1000):
+    def __init__(self, client, partitions=(), limit=1000, client_id=None):
         self.client = client
+        self.client_id = client_id or "test-" + uuid.uuid4().hex[:8]
         self.cursors = {p: None for p in partitions}
         self.docs = {p: {} for p in partitions}
         self.limit = limit
         self.pages = 0
+        self._n = 0
+
+    def _apply(self, p, entry):
+        store = self.docs.setdefault(p, {})
+        for change in entry["changes"]:
+            key = (change["collection"], change["id"])
+            if change["op"] == "delete":
+                store.pop(key, None)
+            else:
+                assert change["op"] == "upsert" and change["doc"]["_id"] == change["id"]
+                store[key] = change["doc"]
+        self.cursors[p] = entry["cursor"]
 
     def pull_once(self):
-        """One pull of every partition; True when some partition said `more`."""
+        """One pull of every partition, each of which must answer `ok`; True when some said `more`."""
         answer = self.client.pull(dict(self.cursors), limit=self.limit)
         more = False
         for p, entry in answer.items():
             assert entry["status"] == "ok", (p, entry)
-            for change in entry["changes"]:
-                key = (change["collection"], change["id"])
-                if change["op"] == "delete":
-                    self.docs[p].pop(key, None)
-                else:
-                    assert change["op"] == "upsert" and change["doc"]["_id"] == change["id"]
-                    self.docs[p][key] = change["doc"]
-            self.cursors[p] = entry["cursor"]
+            self._apply(p, entry)
             more = more or entry["more"]
         self.pages += 1
         return more
@@ -96,6 +104,42 @@ class Replica:
     def sync(self):
         while self.pull_once():
             pass
+
+    def pull(self, *partitions, wait=0):
+        """Pulls `partitions` until `more` is false; answers each one's last status. A
+        `forbidden` or `reset` partition's copy is dropped, as a device does."""
+        statuses = {}
+        pending = list(partitions)
+        while pending:
+            answer = self.client.pull({p: self.cursors.get(p) for p in pending}, limit=self.limit, wait=wait)
+            pending = []
+            for p, entry in answer.items():
+                statuses[p] = entry["status"]
+                if entry["status"] in ("forbidden", "reset"):
+                    self.docs.pop(p, None)
+                    self.cursors.pop(p, None)
+                elif entry["status"] == "ok":
+                    self._apply(p, entry)
+                    if entry["more"]:
+                        pending.append(p)
+            self.pages += 1
+        return statuses
+
+    def push(self, *changes):
+        """Pushes with this device's clientId, numbering changes that have no changeId."""
+        numbered = []
+        for c in changes:
+            if not c.get("changeId"):
+                self._n += 1
+                c = dict(c, changeId=f"{self.client_id}-{self._n}")
+            numbered.append(c)
+        return self.client.push(numbered, client_id=self.client_id)
+
+    def push_one(self, change):
+        return self.push(change)[0]
+
+    def doc(self, partition, collection, doc_id):
+        return self.docs.get(partition, {}).get((collection, doc_id))
 
 
 def server_state(partition):

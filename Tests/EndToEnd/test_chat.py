@@ -4,7 +4,7 @@ import concurrent.futures
 import uuid
 
 from conftest import admin_db, api, login, new_user
-from sync_client import SyncClient
+from synclib import Client, Replica
 
 ALL = "all-users=all-the-users"
 
@@ -16,7 +16,7 @@ class Member:
         self.email = email or new_user(agency=None)
         answer = login(self.email)
         self.id = answer["user"]["id"]
-        self.client = SyncClient(answer["accessToken"])
+        self.client = Replica(Client(token=answer["accessToken"]))
         self.partition = f"user={self.id}"
 
     def me(self):

@@ -8,7 +8,7 @@ import uuid
 import requests
 
 from conftest import CA, URL, admin_db, api, login, new_user
-from sync_client import SyncClient
+from synclib import Client, Replica
 
 
 class Stream:
@@ -63,7 +63,7 @@ class Stream:
 
 
 def push_report(email, agency="Gabon"):
-    client = SyncClient(login(email)["accessToken"])
+    client = Replica(Client(token=login(email)["accessToken"]))
     rid = uuid.uuid4().hex[:24]
     doc = {"timestamp": "2026-11-21T10:00:00Z",
            "vessel": {"name": "Evented", "homePort": "Libreville", "nationality": "GA", "permitNumber": "E-1"}}

@@ -6,13 +6,11 @@ import os
 import signal
 import socket
 import time
-
-
-from conftest import STATE, admin_db, api, login, new_user
-from synclib import new_agency
 import uuid
 
-from sync_client import SyncClient
+from conftest import STATE, admin_db, api, login, new_user
+from synclib import Client, Replica, new_agency
+
 from test_events import Stream, wait_until_subscribed
 
 # docs/sync-protocol.md, "Change events": a revoked login's streams end within this bound,
@@ -25,7 +23,7 @@ KILLS = 20  # kill -9 of the publisher, each with a change committed 20 ms later
 def reporter(email, agency):
     """Pushes a new report as `email` when called, signed in beforehand: the push must land
     inside the publisher's restart, not after a sign-in."""
-    client = SyncClient(login(email)["accessToken"])
+    client = Replica(Client(token=login(email)["accessToken"]))
 
     def push():
         rid = uuid.uuid4().hex[:24]

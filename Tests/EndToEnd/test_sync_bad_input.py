@@ -7,7 +7,7 @@ import uuid
 import pytest
 import requests
 
-from conftest import CA, URL
+from conftest import CA, URL, error_of
 from synclib import Client, change, counts, doc_for
 
 PULL, PUSH = "/api/v1/sync/pull", "/api/v1/sync/push"
@@ -20,13 +20,6 @@ def officer():
 
 def send(client, path, data, content_type="application/json"):
     return client.http.post(URL + path, data=data, headers={"Content-Type": content_type}, timeout=120)
-
-
-def assert_error(r, status, code):
-    assert r.status_code == status, (r.status_code, r.text[:300])
-    assert r.headers["Content-Type"].startswith("application/json")
-    body = r.json()
-    assert set(body) == {"error"} and body["error"]["code"] == code and body["error"]["message"]
 
 
 def nested(depth):
@@ -75,7 +68,7 @@ BAD_BODIES = [
 @pytest.mark.parametrize("name,path,body,status,code", BAD_BODIES, ids=[b[0] for b in BAD_BODIES])
 def test_bad_bodies_are_refused_and_write_nothing(officer, name, path, body, status, code):
     before = counts()
-    assert_error(send(officer, path, body), status, code)
+    error_of(send(officer, path, body), status, code)
     assert counts() == before
 
 
@@ -99,24 +92,24 @@ def test_a_string_above_256_kib_in_a_document_rejects_that_change_alone(officer)
 def test_depth_32_is_still_accepted(officer):
     # The limit is exactly 32: a document reaching depth 32 is parsed (then judged by its schema).
     r = send(officer, PULL, '{"partitions": {}, "limit": ' + nested(31) + "}")
-    assert_error(r, 400, "bad_request")
+    error_of(r, 400, "bad_request")
     assert "limit" in r.json()["error"]["message"]
 
 
 def test_wrong_media_type_and_missing_token(officer):
     before = counts()
-    assert_error(send(officer, PUSH, push_body([report_change()]), "text/plain"), 415, "unsupported_media_type")
+    error_of(send(officer, PUSH, push_body([report_change()]), "text/plain"), 415, "unsupported_media_type")
     r = requests.post(URL + PUSH, data=push_body([report_change()]), verify=CA,
                       headers={"Content-Type": "application/json"})
-    assert_error(r, 401, "unauthenticated")
+    error_of(r, 401, "unauthenticated")
     r = requests.post(URL + PULL, json={"partitions": {}}, verify=CA, headers={"Authorization": "Bearer nope"})
-    assert_error(r, 401, "unauthenticated")
+    error_of(r, 401, "unauthenticated")
     assert counts() == before
 
 
 def test_more_than_1000_changes_is_too_large(officer):
     before = counts()
-    assert_error(send(officer, PUSH, push_body([report_change() for _ in range(1001)])), 413, "too_large")
+    error_of(send(officer, PUSH, push_body([report_change() for _ in range(1001)])), 413, "too_large")
     assert counts() == before
 
 
@@ -124,7 +117,7 @@ def test_a_body_above_16_mib_is_refused_by_nginx_as_json(officer):
     before = counts()
     big = push_body([report_change({"vessel": {"name": "x" * 200_000}}) for _ in range(90)])
     assert len(big) > 16 * 1024 * 1024
-    assert_error(send(officer, PUSH, big), 413, "too_large")
+    error_of(send(officer, PUSH, big), 413, "too_large")
     assert counts() == before
 
 
@@ -170,13 +163,13 @@ def test_forged_foreign_and_garbage_cursors_are_400(officer):
     garbage = ["", "c:", "c:AAAA", "x:" + cursor[2:], cursor + "A", cursor[:-1], "c:" + "A" * 700, "null", "c:!!!!"]
     before = counts()
     # Another partition's genuine cursor is foreign here.
-    assert_error(officer.pull_raw({"agency=Gabon": foreign}), 400, "bad_request")
+    error_of(officer.pull_raw({"agency=Gabon": foreign}), 400, "bad_request")
     for bad in forged + garbage:
         r = officer.pull_raw({"agency=Gabon": bad})
-        assert_error(r, 400, "bad_request")
+        error_of(r, 400, "bad_request")
         # One bad cursor fails the whole pull: no other partition's data leaks alongside.
         r = officer.pull_raw({"agency=Gabon": None, "all-users=all-the-users": bad})
-        assert_error(r, 400, "bad_request")
+        error_of(r, 400, "bad_request")
     assert counts() == before
     # The genuine cursor still works.
     assert officer.pull({"agency=Gabon": cursor}, limit=5)["agency=Gabon"]["status"] == "ok"
@@ -186,4 +179,4 @@ def test_a_cursor_of_another_user_partition_is_refused():
     one, two = Client("gabon.officer1@demo.tideway"), Client("gabon.officer2@demo.tideway")
     mine = one.pull({f"user={one.id}": None})[f"user={one.id}"]
     r = two.pull_raw({f"user={two.id}": mine["cursor"]})
-    assert_error(r, 400, "bad_request")
+    error_of(r, 400, "bad_request")

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import TidewayCore
+import TidewayJSON
 
 @testable import TidewayImport
 

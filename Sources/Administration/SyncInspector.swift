@@ -1,0 +1,109 @@
+import Database
+import FastCGI
+import Web
+
+/// `/sync`: the devices that sync (per device: user, first seen, last pull and push, cursor
+/// age, rejections of the last 7 days), recent rejected changes with their reasons, and "why
+/// can't this user see document X". Agency admins see their own agency's users only
+/// (row-level security); the explanation comes from app.explain_access.
+enum SyncInspector {
+    static func register(_ router: inout Router) {
+        router.get("/sync", show)
+    }
+
+    struct DeviceRow {
+        let userID: String
+        let email: String
+        let clientID: String
+        let appVersion: String
+        let firstSeen: String
+        let lastPull: String
+        let pullAge: String
+        let cursorAge: String
+        let lastPush: String
+        let rejections: String
+    }
+
+    struct RejectionRow {
+        let at: String
+        let email: String
+        let clientID: String
+        let changeID: String
+        let code: String
+        let message: String
+    }
+
+    struct AnswerRow {
+        let collection: String
+        let partition: String
+        let readable: Bool
+        let rule: String
+    }
+
+    struct View {
+        let chrome: Pages.Chrome
+        let devices: [DeviceRow]
+        let rejections: [RejectionRow]
+        let askedUser: String
+        let askedDoc: String
+        let asked: Bool
+        let answers: [AnswerRow]
+        let problem: String?
+    }
+
+    static func show(_ context: RequestContext) throws -> HTTPResponse {
+        let askedUser = (context.query["user"] ?? "").trimmingCharacters(in: .whitespaces)
+        let askedDoc = String((context.query["doc"] ?? "").trimmingCharacters(in: .whitespaces).prefix(128))
+        return try WebSession.asUser(context, readOnly: true) { tx, caller in
+            try Admin.requireAdmin(caller)
+            let results = try tx.queries([
+                """
+                select d.user_id::text as user_id, u.email, d.client_id, d.app_version,
+                       to_char(d.first_seen at time zone 'UTC', 'YYYY-MM-DD HH24:MI') as first_seen,
+                       coalesce(to_char(d.last_pull at time zone 'UTC', 'YYYY-MM-DD HH24:MI'), '—') as last_pull,
+                       coalesce(justify_interval(date_trunc('minute', now() - d.last_pull))::text, '—') as pull_age,
+                       coalesce(to_char(d.last_push at time zone 'UTC', 'YYYY-MM-DD HH24:MI'), '—') as last_push,
+                       \(CursorAge.columns),
+                       (select count(*) from app.push_log l where l.user_id = d.user_id and l.client_id = d.client_id
+                           and l.result->>'status' = 'rejected' and l.at > now() - interval '7 days') as rejections
+                  from app.devices d join app.users u on u.id = d.user_id
+                 order by greatest(d.last_pull, d.last_push, d.first_seen) desc nulls last limit 200
+                """,
+                """
+                select to_char(l.at at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS') as at, u.email, l.client_id, l.change_id,
+                       l.result->'error'->>'code' as code, l.result->'error'->>'message' as message
+                  from app.push_log l join app.users u on u.id = l.user_id
+                 where l.result->>'status' = 'rejected'
+                 order by l.at desc limit 100
+                """,
+            ])
+            var answers: [AnswerRow] = []
+            var problem: String?
+            let asked = !askedUser.isEmpty && !askedDoc.isEmpty
+            if asked {
+                let target = try tx.query("select id::text as id from app.users where lower(email) = lower(\(askedUser)) or id::text = \(askedUser)").first?["id"]
+                if let target, target != caller.info.userID || caller.info.isGlobalAdmin {
+                    answers = try tx.query("select * from app.explain_access(\(target)::uuid, \(askedDoc))").rows.map {
+                        AnswerRow(collection: $0["collection"] ?? "", partition: $0["partition"] ?? "",
+                                  readable: $0.bool("readable") == true, rule: $0["rule"] ?? "")
+                    }
+                    if answers.isEmpty { problem = "No document with that id in a partition you may read." }
+                } else {
+                    problem = "No such user among the people you manage."
+                }
+            }
+            return Pages.html(context, "admin/sync", View(
+                chrome: Pages.Chrome(title: "Sync inspector", caller: caller),
+                devices: results[0].rows.map {
+                    DeviceRow(userID: $0["user_id"] ?? "", email: $0["email"] ?? "", clientID: $0["client_id"] ?? "",
+                              appVersion: $0["app_version"] ?? "", firstSeen: $0["first_seen"] ?? "", lastPull: $0["last_pull"] ?? "",
+                              pullAge: $0["pull_age"] ?? "", cursorAge: CursorAge.text($0), lastPush: $0["last_push"] ?? "", rejections: $0["rejections"] ?? "0")
+                },
+                rejections: results[1].rows.map {
+                    RejectionRow(at: $0["at"] ?? "", email: $0["email"] ?? "", clientID: $0["client_id"] ?? "",
+                                 changeID: $0["change_id"] ?? "", code: $0["code"] ?? "", message: $0["message"] ?? "")
+                },
+                askedUser: askedUser, askedDoc: askedDoc, asked: asked, answers: answers, problem: problem))
+        }
+    }
+}

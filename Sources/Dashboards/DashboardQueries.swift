@@ -1,0 +1,170 @@
+import Database
+import Foundation
+import Sync
+
+/// Whose boardings a dashboard counts: one agency's, in a date range, optionally one
+/// officer's. The derived facts (violation, compliant, boarding date, catch in kg, patrol
+/// time) are defined once, in Migrations/0050_dashboard_facts.sql; these queries only sum
+/// the generated columns. They run in the signed-in user's transaction, under row-level
+/// security, so nobody counts rows they cannot read.
+struct DashboardScope {
+    let agency: String
+    let officerEmail: String?
+    let range: DateRange
+
+    var partition: String { Partition.agency(agency) }
+
+    /// The boardings in scope, as a condition on `sync.reports r`.
+    var boardings: SQL {
+        var sql: SQL = """
+            r.partition = \(partition) and r.is_boarding \
+            and r.boarded_at >= \(range.startAt)::timestamptz and r.boarded_at < \(range.endAt)::timestamptz
+            """
+        if let officerEmail { sql = sql + " and r.officer_email = lower(\(officerEmail))" }
+        return sql
+    }
+
+    var located: SQL { boardings + " and r.lon between -180 and 180 and r.lat between -90 and 90" }
+
+    /// The days in scope, as a condition on a daily summary `b` (0051).
+    var days: SQL { "b.partition = \(partition) and b.day between \(range.from)::date and \(range.to)::date" }
+}
+
+/// The sums every dashboard total reads from a daily summary.
+private let summed: SQL = """
+    sum(boardings) as n, sum(compliant) as compliant, sum(warnings) as warnings, sum(citations) as citations,
+    sum(located) as located, min(west) as w, max(east) as e, min(south) as s, max(north) as north
+    """
+
+/// The numbers of one dashboard, read in one pipelined round trip (and a second one for
+/// the map's bins when there are too many boardings to draw one by one).
+struct DashboardData {
+    struct Totals { var boardings = 0, compliant = 0, warnings = 0, citations = 0, hours = 0.0, days = 0 }
+    struct Officer { let email: String; let boardings: Int; let violations: Int; let compliant: Int; let hours: Double }
+    struct Recent { let id: String; let at: String; let vessel: String; let warnings: Int; let citations: Int; let level: String }
+
+    var totals = Totals()
+    var weeks: [ChartValue] = []
+    var months: [(label: String, boardings: Int, compliant: Int)] = []
+    var codes: [ChartValue] = []
+    var catchKg: [ChartValue] = []
+    var safety: [ChartValue] = []
+    var officers: [Officer] = []
+    var recent: [Recent] = []
+    var map = MapLayer()
+
+    static func read(_ tx: Transaction, _ scope: DashboardScope, agencyCharts: Bool) throws -> DashboardData {
+        let f = scope.boardings
+        let start = scope.range.startAt, end = scope.range.endAt
+        // Counts come from the daily summaries the write path keeps (0051); only the map's
+        // points and bins and an officer's recent boardings read the reports themselves.
+        var statements: [SQL] = [
+            agencyCharts
+                ? """
+                  select grouping(week, month, level) as g, to_char(week, 'YYYY-MM-DD') as week,
+                         to_char(month, 'YYYY-MM') as month, level, \(summed)
+                    from (select date_trunc('week', b.day::timestamp) as week, date_trunc('month', b.day::timestamp) as month,
+                                 b.safety_level as level, b.*
+                            from app.boarding_days b where \(scope.days)) days
+                   group by grouping sets ((), (week), (month), (level))
+                  """
+                : """
+                  select 7 as g, null as week, null as month, null as level, \(summed)
+                    from app.officer_days b where \(scope.days) and b.officer_email = lower(\(scope.officerEmail ?? ""))
+                  """,
+            agencyCharts
+                ? """
+                  select who, sum(extract(epoch from ended - started)) / 3600 as hours, 0 as days
+                    from app.patrol_intervals(\(scope.agency), null, \(start)::timestamptz, \(end)::timestamptz) group by who
+                  """
+                : """
+                  select '' as who, app.patrol_hours(\(scope.agency), \(scope.officerEmail), \(start)::timestamptz, \(end)::timestamptz) as hours,
+                         app.patrol_days(\(scope.agency), \(scope.officerEmail), \(start)::timestamptz, \(end)::timestamptz) as days
+                  """,
+            MapLayer.pointsQuery(scope.located),
+            MapLayer.areasQuery(partition: "m.partition = \(scope.partition)"),
+        ]
+        if agencyCharts {
+            statements += [
+                """
+                select to_char(w, 'YYYY-MM-DD') as label
+                  from generate_series(date_trunc('week', \(start)::timestamptz at time zone 'UTC'),
+                                       \(end)::timestamptz at time zone 'UTC' - interval '1 microsecond', interval '1 week') w
+                """,
+                """
+                select to_char(m, 'YYYY-MM') as label
+                  from generate_series(date_trunc('month', \(start)::timestamptz at time zone 'UTC'),
+                                       \(end)::timestamptz at time zone 'UTC' - interval '1 microsecond', interval '1 month') m
+                """,
+                """
+                select kind, key, sum(entries) as entries, sum(amount) as amount
+                  from app.tally_days b where \(scope.days) group by 1, 2 having sum(entries) > 0
+                """,
+                """
+                select officer_email as email, sum(boardings) as n, sum(compliant) as compliant,
+                       sum(warnings) + sum(citations) as violations
+                  from app.officer_days b where \(scope.days) and officer_email <> ''
+                 group by 1 having sum(boardings) > 0
+                """,
+            ]
+        } else {
+            statements.append("""
+                select r.id, to_char(r.boarded_at at time zone 'UTC', 'YYYY-MM-DD HH24:MI') as at,
+                       coalesce(r.doc -> 'vessel' ->> 'name', '') as vessel, r.warnings, r.citations,
+                       coalesce(r.safety_level, '') as level
+                  from sync.reports r where \(f) order by r.boarded_at desc, r.id limit 10
+                """)
+        }
+        let results = try tx.queries(statements)
+        var data = DashboardData()
+        // grouping(week, month, level): a bit per column left out of the set.
+        let groups = Dictionary(grouping: results[0].rows) { $0.int("g") ?? -1 }
+        let all = groups[7]?.first
+        let patrol = results[1].rows
+        data.totals = Totals(boardings: all?.int("n") ?? 0, compliant: all?.int("compliant") ?? 0,
+                             warnings: all?.int("warnings") ?? 0, citations: all?.int("citations") ?? 0,
+                             hours: patrol.reduce(0) { $0 + $1.double("hours") }, days: patrol.first?.int("days") ?? 0)
+        data.map = try MapLayer.fit(bounds: all, points: results[2].rows, areas: MapLayer.areas(results[3].rows),
+                                    located: scope.located, tx)
+        if agencyCharts {
+            let weeks = Dictionary(uniqueKeysWithValues: (groups[3] ?? []).map { ($0["week"] ?? "", $0.double("n")) })
+            data.weeks = results[4].rows.map { row in ChartValue(row["label"] ?? "", weeks[row["label"] ?? ""] ?? 0) }
+            let months = Dictionary(uniqueKeysWithValues: (groups[5] ?? []).map { ($0["month"] ?? "", $0) })
+            data.months = results[5].rows.map { row in
+                let m = months[row["label"] ?? ""]
+                return (row["label"] ?? "", m?.int("n") ?? 0, m?.int("compliant") ?? 0)
+            }
+            let top: (String) -> [ChartValue] = { kind in
+                results[6].rows.filter { $0["kind"] == kind }
+                    .map { ChartValue($0["key"] ?? "", $0.double(kind == "code" ? "entries" : "amount")) }
+                    .sorted { ($0.value, $1.label) > ($1.value, $0.label) }
+                    .prefix(10).map { $0 }
+            }
+            data.codes = top("code")
+            data.catchKg = top("fish")
+            let levels = Dictionary((groups[6] ?? []).map { ($0["level"] ?? "", $0.double("n")) }, uniquingKeysWith: +)
+            let known = ["Green", "Amber", "Red", "Not recorded"]
+            data.safety = (known + levels.keys.sorted().filter { !known.contains($0) }).compactMap { level in
+                levels[level].map { ChartValue(level, $0) }
+            }
+            // Officers: anyone with boardings in the range or patrol time in it (by e-mail).
+            let hours = Dictionary(patrol.map { ($0["who"] ?? "", $0.double("hours")) }, uniquingKeysWith: +)
+            var rows: [String: Officer] = [:]
+            for row in results[7].rows {
+                guard let email = row["email"] else { continue }
+                rows[email] = Officer(email: email, boardings: row.int("n") ?? 0, violations: row.int("violations") ?? 0,
+                                      compliant: row.int("compliant") ?? 0, hours: hours[email] ?? 0)
+            }
+            for (who, h) in hours where rows[who] == nil && who.contains("@") && h > 0 {
+                rows[who] = Officer(email: who, boardings: 0, violations: 0, compliant: 0, hours: h)
+            }
+            data.officers = rows.values.sorted { ($1.boardings, $0.email) < ($0.boardings, $1.email) }
+        } else {
+            data.recent = results[4].rows.map {
+                Recent(id: $0["id"] ?? "", at: $0["at"] ?? "", vessel: $0["vessel"] ?? "",
+                       warnings: $0.int("warnings") ?? 0, citations: $0.int("citations") ?? 0, level: $0["level"] ?? "")
+            }
+        }
+        return data
+    }
+}

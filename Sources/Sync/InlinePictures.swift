@@ -1,0 +1,60 @@
+import Foundation
+import Support
+import TidewayJSON
+
+/// Inline photo pictures (domain.md: `picture`, base64, moved to the blob store by the
+/// server) are longer than the JSON parser's usual string limit (256 KiB). A push body is
+/// therefore parsed with strings up to the document limit (1 MiB), and this puts every
+/// string except a photo's top-level `picture` back under the usual limit. The 1 MiB
+/// document limit then bounds inline pictures (about 750 KB of image); larger photos go
+/// through `PUT /api/v1/blobs/<photoId>`.
+enum InlinePictures {
+    /// A string longer than a whole document (`documentLimit`) makes its change `too_large`
+    /// (the push body is parsed with strings up to the body limit, so that one such change
+    /// does not fail the others); any other string above `limit` is `invalid`.
+    static func checkStrings(of change: JSON, limit: Int, documentLimit: Int) throws(ChangeRejection) {
+        let isPhoto = change["collection"]?.stringValue == "photos"
+        try check(change, limit: limit, documentLimit: documentLimit, path: "") { path in
+            isPhoto && (path == "/doc/picture" || path == "/patch/picture")
+        }
+    }
+
+    private static func check(_ value: JSON, limit: Int, documentLimit: Int, path: String,
+                              allowed: (String) -> Bool) throws(ChangeRejection) {
+        switch value {
+        case .string(let text):
+            if text.utf8.count > documentLimit {
+                throw ChangeRejection(code: .tooLarge, message: "a string longer than the document limit (\(documentLimit) bytes)",
+                                      path: path)
+            }
+            if text.utf8.count > limit && !allowed(path) {
+                throw .invalid("a string longer than \(limit) bytes", path: path)
+            }
+        case .array(let items):
+            for (index, item) in items.enumerated() {
+                try check(item, limit: limit, documentLimit: documentLimit, path: path + "/\(index)", allowed: allowed)
+            }
+        case .object(let fields):
+            for (key, item) in fields {
+                if key.utf8.count > documentLimit {
+                    throw ChangeRejection(code: .tooLarge, message: "a key longer than the document limit", path: path)
+                }
+                if key.utf8.count > limit { throw .invalid("a key longer than \(limit) bytes", path: path) }
+                let escaped = key.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
+                try check(item, limit: limit, documentLimit: documentLimit, path: path + "/" + escaped, allowed: allowed)
+            }
+        default:
+            break
+        }
+    }
+}
+
+extension JSONLimits {
+    /// For documents read back from the database: checked when written, and a photo's
+    /// inline picture may be as long as the whole document.
+    package static func storedDocuments(documentBytes: Int = Config.Limits().documentBytes) -> JSONLimits {
+        var limits = JSONLimits()
+        limits.maxStringBytes = max(limits.maxStringBytes, documentBytes)
+        return limits
+    }
+}

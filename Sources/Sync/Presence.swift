@@ -1,0 +1,57 @@
+import Database
+import Foundation
+import Support
+import Synchronization
+import Web
+
+/// Presence (domain.md effect 5): a user who synced in the last 60 s is On-Line. Syncing
+/// touches the user's presence at most every `interval` seconds per worker process, in a
+/// small transaction of its own (pulls are read-only); a sweep turns idle users Off-Line.
+public final class Presence: Sendable {
+    /// When each login (by its token's hash) last touched presence here. In shards: every
+    /// sync request of every thread comes through, and one lock was contended.
+    private let lastTouch: [Shard] = (0..<16).map { _ in Shard() }
+    private final class Shard: Sendable { let seen = Mutex<[Int: Date]>([:]) }
+    let interval: TimeInterval
+
+    public init(interval: TimeInterval = 15) {
+        self.interval = interval
+    }
+
+    /// Call after a successful sync request (its Bearer token identifies the login).
+    func touch(_ context: RequestContext) {
+        guard let token = context.bearerToken else { return }
+        let digest = Crypto.sha256(token)
+        // 64 bits of the hash: a collision only delays one login's touch by `interval`.
+        let key = digest.prefix(8).reduce(0) { $0 << 8 | Int($1) }
+        let now = Date()
+        let due = lastTouch[Int(digest[8] & 15)].seen.withLock { seen -> Bool in
+            if let last = seen[key], now.timeIntervalSince(last) < interval { return false }
+            if seen.count > 5_000 { seen.removeAll() }
+            seen[key] = now
+            return true
+        }
+        guard due else { return }
+        do {
+            try context.asCaller(token: token) { tx, _ in _ = try tx.query("select app.touch_presence()") }
+        } catch let error as DatabaseError where error.sqlState == "28000" {
+            // A revoked or expired token: the request itself answers 401 next; nothing to log.
+        } catch {
+            // Presence is best effort: the sync request goes on either way.
+            Log.warning("presence not updated: \(error)", requestID: context.requestID)
+        }
+    }
+
+    /// Every 10 s, users idle for 60 s go Off-Line. Every worker process runs it; the
+    /// function skips rows another sweeper holds.
+    public static func startSweeping(_ pool: ConnectionPool, idleSeconds: Int = 60) {
+        let thread = Thread {
+            while true {
+                sleep(10)
+                _ = try? pool.withConnection { try $0.execute("select app.sweep_presence(\(idleSeconds))") }
+            }
+        }
+        thread.name = "presence-sweep"
+        thread.start()
+    }
+}

@@ -1,0 +1,73 @@
+import FastCGI
+import TidewayJSON
+import Web
+
+/// `/api/v1/sync/...`: partitions, pull, push.
+public enum SyncRoutes {
+    public static func register(_ router: inout Router, service: SyncService) {
+        router.get("/api/v1/sync/partitions", partitions)
+        router.post("/api/v1/sync/pull") { try PullRoute.pull($0, service) }
+        router.post("/api/v1/sync/push") { try PushRoute.push($0, service) }
+    }
+
+    /// Every partition the caller may open now, with read and write rights.
+    static func partitions(_ context: RequestContext) throws -> HTTPResponse {
+        let rows = try context.asAPICaller(readOnly: true) { tx, _ in
+            try tx.query("""
+                select p, app.can_read(p) as read,
+                       app.can_write(p, case app.partition_kind(p) when 'agency' then 'reports' when 'user' then 'users'
+                                            when 'conversation' then 'chatMessages' else '' end) as write
+                  from (select 'agency=' || key as p from app.agencies
+                        union all select 'user=' || app.uid()
+                        union all select 'all-users=all-the-users'
+                        union all select 'conversation=' || conversation_id from app.conversation_members
+                         where user_id = app.uid() and active) candidates
+                 order by p
+                """, thenCommit: true).rows
+        }
+        let list = rows.filter { $0.bool("read") == true }.map { row -> JSON in
+            ["partition": .string(row["p"] ?? ""), "read": true, "write": .bool(row.bool("write") == true)]
+        }
+        return .json(["partitions": .array(list)])
+    }
+}
+
+/// `POST /api/v1/sync/push`.
+enum PushRoute {
+    static func push(_ context: RequestContext, _ service: SyncService) throws -> HTTPResponse {
+        // Strings up to the body limit parse: a string too long for a document is its
+        // change's `too_large`, not the whole push's 400 (InlinePictures.checkStrings), and
+        // inline photo pictures may be as long as a document; every other string is held
+        // to the usual limit there.
+        let body = try context.jsonObject(allowing: ["clientId", "changes", "appVersion"],
+                                          stringBytes: context.app.config.limits.bodyBytes)
+        guard let clientID = body["clientId"]?.stringValue, !clientID.isEmpty, clientID.utf8.count <= 200 else {
+            throw AppError.badRequest("clientId must be a string of 1–200 bytes")
+        }
+        guard case .array(let raw)? = body["changes"] else { throw AppError.badRequest("changes must be an array") }
+        let limits = context.app.config.limits
+        guard raw.count <= limits.changesPerPush else {
+            throw AppError(.tooLarge, "at most \(limits.changesPerPush) changes per push")
+        }
+        let inputs: [WritePath.Input] = try raw.map { value in
+            let changeID = try Change.changeID(of: value)
+            return Result { () throws(ChangeRejection) in
+                try InlinePictures.checkStrings(of: value, limit: limits.stringBytes, documentLimit: limits.documentBytes)
+                return try Change(value, changeID: changeID)
+            }
+                .mapError { WritePath.Refused(changeID: changeID, rejection: $0) }
+        }
+        let device: String
+        switch body["appVersion"] {
+        case nil, .null?: device = ""
+        case .string(let text)?: device = String(text.prefix(100))
+        default: throw AppError.badRequest("appVersion must be a string or null")
+        }
+        let results = try context.asAPICaller { tx, caller in
+            try WritePath.apply(inputs, clientID: clientID, device: device, caller: caller, in: tx,
+                                limits: .init(documentBytes: limits.documentBytes))
+        }
+        service.presence.touch(context)
+        return .json(["results": .array(results)], headers: [("Cache-Control", "no-store")])
+    }
+}

@@ -1,0 +1,24 @@
+import Database
+import Support
+
+/// What sync keeps for a worker process's life: the commit notifications long polls wait
+/// on, presence touches, and devices' cursor positions. Made once by the worker's wiring
+/// and handed to `SyncRoutes`.
+public final class SyncService: Sendable {
+    /// Commit notifications, for long polls.
+    let changes: ChangeHub
+    let presence = Presence()
+    /// Where devices' cursors stand, written on pulls that name their device.
+    let devicePulls = DevicePulls()
+
+    public init(config: Config) {
+        // Half the threads may wait in long polls; the rest always serve ordinary requests.
+        changes = ChangeHub(capacity: max(1, config.threads / 2))
+    }
+
+    /// The LISTEN thread for long polls and the presence sweep.
+    public func start(conninfo: String, pool: ConnectionPool) {
+        changes.startListening(conninfo: conninfo)
+        Presence.startSweeping(pool)
+    }
+}

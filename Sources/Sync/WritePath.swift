@@ -1,0 +1,195 @@
+import Database
+import Schema
+import TidewayJSON
+import Web
+
+/// The one way documents change: sync pushes and back-office forms both come here, under
+/// the caller's claims, so row-level security, the schemas, the server rules and the
+/// server effects (triggers) apply to every write alike.
+public enum WritePath {
+    /// A change as it arrived: parsed, or already refused for its shape.
+    public typealias Input = Result<Change, Refused>
+
+    public struct Refused: Error, Sendable {
+        public let changeID: String
+        public let rejection: ChangeRejection
+    }
+
+    public struct Limits: Sendable {
+        public var documentBytes: Int
+        public init(documentBytes: Int) { self.documentBytes = documentBytes }
+    }
+
+    /// Applies `inputs` in order inside `tx` and answers one result per change. Two round
+    /// trips: one reads what the batch needs (earlier outcomes, current documents, locked),
+    /// one sends every write.
+    public static func apply(
+        _ inputs: [Input], clientID: String?, device: String = "", caller: CallerInfo, in tx: Transaction, limits: Limits
+    ) throws -> [JSON] {
+        let changes = inputs.compactMap { try? $0.get() }
+        var reads: [SQL] = []
+        if let clientID {
+            // One push per (user, client) at a time: a retry sent while the first attempt is
+            // still running waits for it, then finds its outcomes in the log (read after the
+            // lock, in a fresh READ COMMITTED snapshot) instead of writing everything again.
+            reads.append("select pg_advisory_xact_lock(hashtextextended(app.uid()::text || '/' || \(clientID), 740601))")
+            reads.append("""
+                select change_id, result::text as result from app.push_log
+                 where user_id = app.uid() and client_id = \(clientID) and change_id = any(\(changes.map(\.changeID))::text[])
+                """)
+        }
+        let byCollection = Dictionary(grouping: changes, by: \.collection)
+        // chatsters are never written by clients (the rules refuse them), and the worker may
+        // not lock them.
+        let collections = byCollection.keys.filter { $0 != .chatsters }.sorted { $0.rawValue < $1.rawValue }
+        for collection in collections {
+            let ids = Array(Set(byCollection[collection]!.map(\.id))).sorted()
+            // Locked in id order, so that two batches touching the same documents cannot deadlock.
+            reads.append("""
+                select id, partition, doc::text as doc, version, deleted from sync.\(unsafeSQL: collection.table)
+                 where id = any(\(ids)::text[]) order by id for update
+                """)
+        }
+        // The caller's write right per (partition, collection), asked first: without it the
+        // answer is `forbidden` whatever the document (an invisible document would otherwise
+        // look `not_found`, and a delete or update of it would say so instead of forbidden).
+        let targets = Array(Set(changes.map { Target(partition: $0.partition.description, collection: $0.collection.rawValue) }))
+        if !targets.isEmpty {
+            reads.append("""
+                select t.p, t.c, app.can_write(t.p, t.c) as writable
+                  from unnest(\(targets.map(\.partition))::text[], \(targets.map(\.collection))::text[]) as t(p, c)
+                """)
+        }
+        let readResults = reads.isEmpty ? [] : try tx.queries(reads)
+
+        var earlier: [String: JSON] = [:]
+        var offset = 0
+        if clientID != nil {
+            for row in readResults[1].rows {
+                if let id = row["change_id"], let text = row["result"] { earlier[id] = try JSON(parsing: text) }
+            }
+            offset = 2
+        }
+        var current: [DocumentKey: StoredDocument] = [:]
+        for (index, collection) in collections.enumerated() {
+            for row in readResults[offset + index].rows {
+                guard let id = row["id"], let partition = row["partition"] else { continue }
+                let doc = try row["doc"].map { try JSON(parsing: $0, limits: .storedDocuments(documentBytes: limits.documentBytes)) }
+                current[DocumentKey(collection: collection, id: id)] = StoredDocument(
+                    partition: partition, doc: row.bool("deleted") == true ? nil : doc, version: row.int64("version") ?? 0)
+            }
+        }
+        var writable: Set<Target> = []
+        if !targets.isEmpty {
+            for row in readResults[offset + collections.count].rows where row.bool("writable") == true {
+                writable.insert(Target(partition: row["p"] ?? "", collection: row["c"] ?? ""))
+            }
+        }
+
+        var plan = Plan(clientID: clientID)
+        var seenInBatch: Set<String> = []
+        for input in inputs {
+            switch input {
+            case .failure(let refused):
+                plan.reject(refused.rejection, changeID: refused.changeID)
+            case .success(let change):
+                if let first = earlier[change.changeID] {
+                    plan.answer(duplicate(of: first, changeID: change.changeID))
+                    continue
+                }
+                guard seenInBatch.insert(change.changeID).inserted else {
+                    plan.reject(.invalid("changeId repeated in this batch"), changeID: change.changeID, log: false)
+                    continue
+                }
+                guard writable.contains(Target(partition: change.partition.description, collection: change.collection.rawValue)) else {
+                    plan.reject(.forbidden("no write right on this partition"), changeID: change.changeID)
+                    continue
+                }
+                let key = DocumentKey(collection: change.collection, id: change.id)
+                let stored = current[key]
+                // A Result rather than a typed catch: the latter crashes the 6.3 compiler here.
+                switch Result(catching: { () throws(ChangeRejection) in try prepare(change, stored: stored, caller: caller, limits: limits) }) {
+                case .success(let prepared):
+                    // Intents rewrite the user's own document first: its version is the server's then.
+                    let expected = change.op == .insert || !prepared.intents.isEmpty ? nil : stored?.version
+                    plan.write(change, document: prepared.document, intents: prepared.intents, expectedVersion: expected,
+                               isNew: stored == nil)
+                    current[key] = StoredDocument(
+                        partition: change.partition.description, doc: prepared.document, version: (stored?.version ?? 0) + 1)
+                case .failure(let rejection):
+                    plan.reject(rejection, changeID: change.changeID)
+                }
+            }
+        }
+        if let clientID {
+            plan.append("""
+                insert into app.devices (user_id, client_id, app_version, last_push) values (app.uid(), \(clientID), \(device), now())
+                on conflict (user_id, client_id) do update set last_push = now(),
+                    app_version = coalesce(nullif(excluded.app_version, ''), app.devices.app_version)
+                """)
+        }
+        let statements = plan.finished()
+        let written = statements.isEmpty ? [] : try tx.queries(statements)
+        return try plan.results.map { slot in
+            switch slot {
+            case .ready(let result): return result
+            case .fromStatement(let index, let row):
+                let rows = written[index].rows
+                return try JSON(parsing: row < rows.count ? rows[row][0] ?? "{}" : "{}")
+            }
+        }
+    }
+
+    /// The document to store for a change, after the merge, the schema and the server's
+    /// rules; nil for a delete.
+    static func prepare(_ change: Change, stored: StoredDocument?, caller: CallerInfo, limits: Limits) throws(ChangeRejection) -> Prepared {
+        let live = stored?.doc != nil && stored?.partition == change.partition.description
+        var proposed: JSON?
+        switch change.op {
+        case .insert:
+            proposed = change.body
+        case .update:
+            guard live, let doc = stored?.doc, let patch = change.body else {
+                throw ChangeRejection(code: .notFound, message: "no such document in this partition", path: nil)
+            }
+            proposed = doc.applyingMergePatch(patch)
+        case .delete:
+            guard live else { throw ChangeRejection(code: .notFound, message: "no such document in this partition", path: nil) }
+            proposed = nil
+        }
+        var prepared = try ServerRules.check(change, current: live ? stored?.doc : nil, proposed: proposed, caller: caller)
+        guard let document = prepared.document else { return prepared }
+        let checked: JSON
+        switch CollectionSchemas.validate(collection: change.collection.rawValue, document: document) {
+        case .success(let normalized): checked = normalized
+        case .failure(let violation):
+            throw .invalid("\(change.collection.rawValue) \(violation.path): \(violation.message)", path: violation.path)
+        }
+        if checked.serializedBytes().count > limits.documentBytes {
+            throw ChangeRejection(code: .tooLarge, message: "the document is larger than \(limits.documentBytes) bytes", path: nil)
+        }
+        prepared.document = checked
+        return prepared
+    }
+
+    static func duplicate(of first: JSON, changeID: String) -> JSON {
+        guard first["status"]?.stringValue == "applied" else { return first }
+        return ["changeId": .string(changeID), "status": "duplicate", "version": first["version"] ?? .null]
+    }
+
+    struct Target: Hashable {
+        let partition: String
+        let collection: String
+    }
+
+    struct DocumentKey: Hashable {
+        let collection: SyncCollection
+        let id: String
+    }
+
+    struct StoredDocument {
+        let partition: String
+        let doc: JSON?
+        let version: Int64
+    }
+}

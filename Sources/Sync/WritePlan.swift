@@ -1,0 +1,109 @@
+import Database
+import TidewayJSON
+
+extension WritePath {
+    /// The statements of the write round trip and where each change's result comes from.
+    ///
+    /// Inserts of ids found nowhere (the usual push of a device back from sea) are gathered
+    /// per collection into one `app.insert_documents` statement, placed where the first of
+    /// them came: a later change of the same document comes after it, and changes of other
+    /// documents do not depend on each other's order. Everything else is one
+    /// `app.apply_change` per change, in order.
+    struct Plan {
+        enum Slot {
+            case ready(JSON)
+            /// Row `row` of statement `statement`'s answer.
+            case fromStatement(Int, row: Int)
+        }
+
+        /// New documents of one collection, written by one statement.
+        struct NewDocuments {
+            let statement: Int
+            var changeIDs: [String] = []
+            var ids: [String] = []
+            var partitions: [String] = []
+            var docs: [String] = []
+            /// One change alone is cheaper through apply_change (its plan is cached).
+            var single: SQL?
+        }
+
+        /// Collections whose new documents may be gathered (users' documents carry chat
+        /// intents and cannot be inserted by their owner; chatsters are the server's).
+        static let gathered: Set<SyncCollection> = [.reports, .photos, .dutyChanges, .menuData, .mpas, .chatMessages]
+
+        let clientID: String?
+        private(set) var statements: [SQL] = []
+        private(set) var results: [Slot] = []
+        private var deviceSet = false
+        private var newDocuments: [SyncCollection: NewDocuments] = [:]
+
+        init(clientID: String?) { self.clientID = clientID }
+
+        mutating func answer(_ result: JSON) { results.append(.ready(result)) }
+
+        mutating func append(_ statement: SQL) { statements.append(statement) }
+
+        mutating func reject(_ rejection: ChangeRejection, changeID: String, log: Bool = true) {
+            let result = rejection.result(changeID: changeID)
+            results.append(.ready(result))
+            // Logged so that a retry gets this same first outcome.
+            if log, let clientID {
+                statements.append("select app.log_rejection(\(clientID), \(changeID), \(result.serialized())::jsonb)")
+            }
+        }
+
+        mutating func write(_ change: Change, document: JSON?, intents: [JSON], expectedVersion: Int64?, isNew: Bool) {
+            if !deviceSet {
+                // For the report history (0020): the push's clientId; without one the back
+                // office ("web"), unless the server's own job already named itself.
+                statements.append("""
+                    select set_config('tideway.device', coalesce(\(clientID), \
+                    nullif(current_setting('tideway.device', true), ''), 'web'), true)
+                    """)
+                deviceSet = true
+            }
+            let one = Self.applyChange(change, document: document, intents: intents, expectedVersion: expectedVersion, clientID: clientID)
+            guard isNew, change.op == .insert, intents.isEmpty, let document, Self.gathered.contains(change.collection) else {
+                results.append(.fromStatement(statements.count, row: 0))
+                statements.append(one)
+                return
+            }
+            var group = newDocuments[change.collection] ?? {
+                statements.append("select 'placeholder'")  // filled by finished()
+                return NewDocuments(statement: statements.count - 1, single: one)
+            }()
+            results.append(.fromStatement(group.statement, row: group.ids.count))
+            group.changeIDs.append(change.changeID)
+            group.ids.append(change.id)
+            group.partitions.append(change.partition.description)
+            group.docs.append(document.serialized())
+            newDocuments[change.collection] = group
+        }
+
+        /// The statements, with each gathered group's one statement filled in.
+        func finished() -> [SQL] {
+            var all = statements
+            for (collection, group) in newDocuments {
+                if group.ids.count == 1, let single = group.single {
+                    all[group.statement] = single
+                } else {
+                    all[group.statement] = """
+                        select result::text from app.insert_documents(\(collection.rawValue), \(clientID), \
+                        \(group.changeIDs)::text[], \(group.ids)::text[], \(group.partitions)::text[], \(group.docs)::jsonb[]) \
+                        order by ord
+                        """
+                }
+            }
+            return all
+        }
+
+        static func applyChange(_ change: Change, document: JSON?, intents: [JSON], expectedVersion: Int64?, clientID: String?) -> SQL {
+            let intentText = intents.isEmpty ? nil : JSON.array(intents).serialized()
+            return """
+                select app.apply_change(\(change.collection.rawValue), \(change.partition.description), \(change.id), \
+                \(change.op.rawValue), \(document?.serialized())::jsonb, \(clientID), \(change.changeID), \(expectedVersion), \
+                \(intentText)::jsonb)::text
+                """
+        }
+    }
+}

@@ -1,8 +1,0 @@
-/// `tideway import` (Sources/TidewayImport) mails the invitation of each imported user when
-/// a relay is configured: the same text as the back office's invitation.
-public enum ImportInvitationMail {
-    /// nil when the address cannot go into a mail header.
-    public static func message(link: String, email: String, name: String, settings: MailSettings, site: String) -> MailMessage? {
-        AccountMail.message(.invite, link: link, email: email, name: name, settings: settings, site: site)
-    }
-}

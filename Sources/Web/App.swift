@@ -1,0 +1,78 @@
+import Database
+import FastCGI
+import Foundation
+import Support
+
+/// The application: configuration, the connection pool, templates, secrets and routes.
+/// One per worker process, shared by its threads. What a capability keeps for the process's
+/// life (the long-poll hub, a mail relay) is not here: the executable's wiring makes it and
+/// hands it to that capability's routes, so this layer knows no capability.
+public final class App: Sendable {
+    public let config: Config
+    public let database: ConnectionPool
+    public let templates: Templates
+    public let secrets: Secrets
+    public let metrics = Metrics()
+    private let router: Router
+
+    public init(config: Config, database: ConnectionPool, templates: Templates, secrets: Secrets,
+                routes: (inout Router) -> Void) {
+        self.config = config
+        self.database = database
+        self.templates = templates
+        self.secrets = secrets
+        var router = Router()
+        routes(&router)
+        self.router = router
+    }
+
+    /// Parse, route, run, and turn any error into the contract's answer: the one place
+    /// where errors become HTTP.
+    public func handle(_ request: HTTPRequest) -> HTTPResponse {
+        let started = DispatchTime.now()
+        var response: HTTPResponse
+        switch router.match(method: request.method, path: request.path) {
+        case .found(let handler, let params):
+            let context = RequestContext(request: request, app: self, params: params)
+            do {
+                response = try handler(context)
+            } catch {
+                response = errorResponse(AppError.from(error, requestID: request.requestID), for: context)
+            }
+        case .wrongMethod(let allowed):
+            var error = AppError(.methodNotAllowed, "method \(request.method) not allowed here")
+            error.allow = allowed
+            response = errorResponse(error, for: RequestContext(request: request, app: self, params: [:]))
+        case .none:
+            response = errorResponse(.notFound("no such path"), for: RequestContext(request: request, app: self, params: [:]))
+        }
+        if request.method == "HEAD" { response.body = .bytes([]) }
+        metrics.record(status: response.status, since: started)
+        return response
+    }
+
+    func errorResponse(_ error: AppError, for context: RequestContext) -> HTTPResponse {
+        if context.isAPI { return error.jsonResponse }
+        return Pages.error(error, context: context)
+    }
+}
+
+/// Server secrets, read once at start from the database (app.server_secret).
+public struct Secrets: Sendable {
+    public let cursorKey: [UInt8]
+    public let csrfKey: [UInt8]
+
+    public init(cursorKey: [UInt8], csrfKey: [UInt8]) {
+        self.cursorKey = cursorKey
+        self.csrfKey = csrfKey
+    }
+
+    public static func load(from connection: Connection) throws -> Secrets {
+        let rows = try connection.execute(
+            "select app.server_secret('cursor_key') as cursor, app.server_secret('csrf_key') as csrf")
+        guard let row = rows.first, let cursor = row["cursor"].flatMap({ Crypto.base64Decode($0) }),
+              let csrf = row["csrf"].flatMap({ Crypto.base64Decode($0) }), cursor.count >= 32, csrf.count >= 32
+        else { throw AppError(.internal, "server secrets missing: run `tideway migrate`") }
+        return Secrets(cursorKey: cursor, csrfKey: csrf)
+    }
+}

@@ -1,0 +1,121 @@
+import Database
+import FastCGI
+import Foundation
+import TidewayJSON
+
+/// What a handler gets: the request, its path parameters, and the application.
+public final class RequestContext {
+    public let request: HTTPRequest
+    public let app: App
+    public let params: [String: String]
+
+    init(request: HTTPRequest, app: App, params: [String: String]) {
+        self.request = request
+        self.app = app
+        self.params = params
+    }
+
+    public var requestID: String { request.requestID }
+
+    /// True for the JSON API (and operations paths): errors answer as JSON there.
+    public var isAPI: Bool { Self.isAPIPath(request.path) }
+
+    static func isAPIPath(_ path: String) -> Bool {
+        path.hasPrefix("/api/") || path == "/healthz" || path == "/metrics"
+    }
+
+    /// The query string's parameters (`a=1&b=x`), percent-decoded; the last one wins.
+    public lazy var query: [String: String] = FormData.parse(request.query).last
+
+    /// Every value of each query parameter, for repeated ones (`partition=a&partition=b`).
+    public var queryValues: [String: [String]] { FormData.parse(request.query).all }
+
+    /// The body as JSON, with the contract's checks: media type, size, syntax, depth.
+    /// `stringBytes`: a longer string limit than the usual one (push bodies carry inline
+    /// pictures; PushRoute then holds every other string to the usual limit).
+    public func jsonBody(stringBytes: Int? = nil) throws -> JSON {
+        guard request.mediaType == "application/json" else {
+            throw AppError(.unsupportedMediaType, "expected Content-Type: application/json")
+        }
+        let bytes = try request.body.readAll(limit: app.config.limits.bodyBytes)
+        var limits = JSONLimits()
+        limits.maxDepth = app.config.limits.depth
+        limits.maxStringBytes = stringBytes ?? app.config.limits.stringBytes
+        return try JSON(parsing: bytes, limits: limits)
+    }
+
+    /// The body as a JSON object whose keys are all in `allowed`.
+    public func jsonObject(allowing allowed: Set<String>, stringBytes: Int? = nil) throws -> [String: JSON] {
+        guard case .object(let fields) = try jsonBody(stringBytes: stringBytes) else { throw AppError.badRequest("expected a JSON object") }
+        if let unknown = fields.keys.first(where: { !allowed.contains($0) }) {
+            throw AppError.badRequest("unknown field '\(unknown)'")
+        }
+        return fields
+    }
+
+    /// The bearer token of the Authorization header, if any.
+    public var bearerToken: String? { Self.bearerToken(in: request.headers["authorization"]) }
+
+    static func bearerToken(in header: String?) -> String? {
+        guard let header else { return nil }
+        let parts = header.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        // Tokens are base64url: any blank in or around one makes it unknown anyway.
+        let token = parts[1].trimmingPrefix(while: { $0 == " " || $0 == "\t" })
+        let end = token.lastIndex(where: { $0 != " " && $0 != "\t" })
+        return end.map { String(token[...$0]) }
+    }
+
+    /// One transaction as the caller who holds `token`: BEGIN and app.authenticate go out
+    /// with the body's first query. An unknown, expired or revoked token is a 401.
+    public func asCaller<T>(token: String, kind: TokenKind = .access, readOnly: Bool = false, snapshot: Bool = false,
+                            _ body: (Transaction, CallerInfo) throws -> T) throws -> T {
+        try app.database.withConnection { connection in
+            try withRetry {
+                try connection.transaction(readOnly: readOnly, snapshot: snapshot, opening: [Tokens.authenticate(token: token, kind: kind)]) { tx in
+                    try body(tx, CallerInfo(lazy: tx))
+                }
+            }
+        }
+    }
+
+    /// The API caller from the Bearer header.
+    public func asAPICaller<T>(readOnly: Bool = false, snapshot: Bool = false,
+                               _ body: (Transaction, CallerInfo) throws -> T) throws -> T {
+        guard let token = bearerToken else { throw AppError.unauthenticated }
+        return try asCaller(token: token, readOnly: readOnly, snapshot: snapshot, body)
+    }
+
+    /// The API caller's claims without reading who they are: for handlers that need no
+    /// `CallerInfo`. BEGIN and app.authenticate then really ride with the body's first
+    /// query (building a `CallerInfo` has to send them first, a round trip of its own);
+    /// an unknown, expired or revoked token still fails that query with 401.
+    public func withAPIClaims<T>(readOnly: Bool = false, _ body: (Transaction) throws -> T) throws -> T {
+        guard let token = bearerToken else { throw AppError.unauthenticated }
+        return try app.database.withConnection { connection in
+            try withRetry {
+                try connection.transaction(readOnly: readOnly, opening: [Tokens.authenticate(token: token, kind: .access)], body)
+            }
+        }
+    }
+
+    /// A transaction with no caller (sign-in, health): sees nothing the policies guard.
+    public func anonymous<T>(readOnly: Bool = false, _ body: (Transaction) throws -> T) throws -> T {
+        try app.database.withConnection { connection in
+            try withRetry { try connection.transaction(readOnly: readOnly, body) }
+        }
+    }
+}
+
+/// Serialization failures and deadlocks are PostgreSQL asking us to try again.
+func withRetry<T>(attempts: Int = 4, _ body: () throws -> T) throws -> T {
+    var attempt = 1
+    while true {
+        do {
+            return try body()
+        } catch let error as DatabaseError where error.isRetryableConflict && attempt < attempts {
+            attempt += 1
+        }
+    }
+}
+

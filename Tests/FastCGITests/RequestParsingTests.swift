@@ -1,0 +1,64 @@
+import Testing
+
+@testable import FastCGI
+@testable import Web
+
+/// The request path's own parsing (FastCGI parameters, body, Authorization), which was
+/// rewritten without Foundation's string functions for speed: the same answers as before.
+@Suite struct RequestParsingTests {
+    @Test func headerNamesAreLowerCasedWithDashes() {
+        let request = HTTPRequest(params: [
+            "HTTP_USER_AGENT": "curl", "HTTP_X_REQUEST_ID": "r1", "HTTP_AUTHORIZATION": "Bearer t",
+            "CONTENT_TYPE": "application/json; charset=utf-8", "CONTENT_LENGTH": "2", "REQUEST_METHOD": "POST",
+            "DOCUMENT_URI": "/api/v1/sync/pull", "QUERY_STRING": "a=1",
+        ], body: RequestBody(bytes: [123, 125]))
+        #expect(request.headers["user-agent"] == "curl")
+        #expect(request.headers["x-request-id"] == "r1")
+        #expect(request.headers["authorization"] == "Bearer t")
+        #expect(request.headers["content-length"] == "2")
+        #expect(request.method == "POST" && request.path == "/api/v1/sync/pull" && request.query == "a=1")
+    }
+
+    @Test func mediaTypeDropsParametersAndBlanks() {
+        func type(_ value: String?) -> String? {
+            HTTPRequest(method: "POST", path: "/", headers: value.map { ["content-type": $0] } ?? [:]).mediaType
+        }
+        #expect(type("application/json") == "application/json")
+        #expect(type("Application/JSON; charset=utf-8") == "application/json")
+        #expect(type("  application/json \t; x=y") == "application/json")
+        #expect(type(";charset=utf-8") == "")
+        #expect(type(nil) == nil)
+    }
+
+    @Test func bodiesAreReadWholeAndTheirLimitsHold() throws {
+        let bytes = Array(repeating: UInt8(ascii: "a"), count: 300_000)
+        #expect(try RequestBody(bytes: bytes).readAll(limit: 1_000_000) == bytes)
+        #expect(try RequestBody(bytes: []).readAll(limit: 10) == [])
+        #expect(throws: RequestBody.Failure.tooLarge) { try RequestBody(bytes: bytes).readAll(limit: 299_999) }
+
+        // A stream that says less than it holds, or more.
+        func stream(_ data: [UInt8], declared: Int?) -> RequestBody {
+            var offset = 0
+            return RequestBody(declaredLength: declared) { buffer in
+                let n = min(buffer.count, data.count - offset)
+                for i in 0..<n { buffer[i] = data[offset + i] }
+                offset += n
+                return n
+            }
+        }
+        #expect(try stream(bytes, declared: nil).readAll(limit: 1_000_000) == bytes)
+        #expect(try stream(bytes, declared: 10).readAll(limit: 1_000_000) == bytes)
+        #expect(throws: RequestBody.Failure.tooLarge) { try stream(bytes, declared: 10).readAll(limit: 100_000) }
+        #expect(throws: RequestBody.Failure.truncated) { try stream(Array(bytes[..<5]), declared: 10).readAll(limit: 100) }
+    }
+
+    @Test func bearerTokensAreTakenFromTheirHeader() {
+        let token = RequestContext.bearerToken(in:)
+        #expect(token("Bearer abc-_1") == "abc-_1")
+        #expect(token("bearer  abc \t") == "abc")
+        #expect(token("Bearer ") == nil)
+        #expect(token("Bearer") == nil)
+        #expect(token("Basic abc") == nil)
+        #expect(token(nil) == nil)
+    }
+}
