@@ -5,6 +5,7 @@ never fails on numbers."""
 import datetime
 import os
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -124,6 +125,8 @@ def main():
         result = subprocess.run([TIDEWAY, "import", "--quiet", "--report", os.path.join(folder, "report.json"),
                                  os.path.join(folder, "dump")], env=env, capture_output=True, text=True)
         elapsed = time.perf_counter() - start
+        # The largest child so far: the import (the dump was written in this process).
+        peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         if result.returncode != 0:
             print(result.stdout, result.stderr, file=sys.stderr)
             raise SystemExit("tideway import failed")
@@ -138,7 +141,7 @@ def main():
     print(f"{'benchmark':34} | {'Tideway':52} | {'baseline':44} | {'ratio':18} | target")
     print("-" * 170)
     print(f"{'import of ' + format(REPORTS, ',') + ' reports + history':34} | "
-          f"{f'{import_rate:.0f} reports/s ({elapsed:.0f} s, +{REPORTS:,} history entries)':52} | "
+          f"{f'{import_rate:.0f} reports/s ({elapsed:.0f} s, +{REPORTS:,} history, {peak_mb:.0f} MB peak)':52} | "
           f"{f'push path {push:.0f} reports/s ({len(sample):,} in batches of 1,000)':44} | "
           f"{f'{100 * import_rate / push:.0f}% of push':18} | aim >= 90%")
     print(f"{'second run (nothing to change)':34} | {f'{second:.0f} s, {REPORTS / second:.0f} reports/s checked':52} | "

@@ -473,7 +473,7 @@ package final class Importer {
         self.accounts = nil  // read again when messages need them
         let emails = Set(try connection.execute("select lower(email) as email from app.users").rows.compactMap { $0["email"] })
         var seenEmails: Set<String> = []
-        var accounts: [(Source, Accounts.NewUser)] = []
+        var accounts: [(Source, Accounts.NewUser, active: Bool)] = []
         for (index, doc) in output.documents {
             let source = Source(file: file.path, index: index, id: Mapping.id(doc["_id"]))
             let emailValue = doc["email"] ?? doc["userName"]
@@ -519,7 +519,7 @@ package final class Importer {
             accounts.append((source, Accounts.NewUser(
                 email: email, password: nil, firstName: String(text(doc["name"]?["first"]).prefix(100)),
                 lastName: String(text(doc["name"]?["last"]).prefix(100)), displayName: String(display.prefix(100)),
-                agency: agency, role: role)))
+                agency: agency, role: role), doc["active"] != .bool(false)))
         }
         guard !options.dryRun else {
             counts.created += accounts.count
@@ -539,8 +539,13 @@ package final class Importer {
                         """)
                 }
                 var links: [(String, String, String)] = []
-                for (_, account) in slice {
+                for (_, account, active) in slice {
                     let id = try Accounts.create(account, in: tx)
+                    guard active else {
+                        // A deactivated O-FISH user stays deactivated here, and gets no link.
+                        _ = try tx.query("update app.users set active = false where id = \(id)::uuid")
+                        continue
+                    }
                     let token = Crypto.newToken()
                     _ = try tx.query("select app.issue_account_link(\(id)::uuid, 'invite', \(Tokens.hash(token)), \(72 * 3600))")
                     let name = "\(account.firstName) \(account.lastName)".trimmingCharacters(in: .whitespaces)
@@ -548,7 +553,7 @@ package final class Importer {
                 }
                 return links
             }
-            counts.created += links.count
+            counts.created += slice.count
             // After the commit, as in the back office: a mail never announces an account
             // that a rollback took back.
             let mailer = options.mail.map(Mailer.init(settings:))

@@ -151,6 +151,9 @@ class Export:
             {"_id": ObjectId(), "email": f"admin-{tag}@fish.example", "name": {"first": "Luis", "last": "Vera"},
              "agency": {"name": self.agency, "admin": True}, "global": {"admin": False}, "active": True,
              "profilePic": None},
+            # Deactivated in O-FISH: stays deactivated, gets no invitation.
+            {"_id": ObjectId(), "email": f"gone-{tag}@fish.example", "name": {"first": "Old", "last": "Hand"},
+             "agency": {"name": self.agency, "admin": False}, "global": {"admin": False}, "active": False},
         ]
         self.reports = [report(rnd, self.agency) for _ in range(reports)]
         # Drift of the real apps: an empty string for a missing date, a web-only field,
