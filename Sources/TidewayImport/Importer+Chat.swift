@@ -89,10 +89,9 @@ extension Importer {
                                 "members": .array(members.dropFirst().map { ["userName": .string($0.email)] })]
             do {
                 try connection.transaction { tx in
-                    _ = try tx.queries([
-                        "select set_config('tideway.user_id', \(creator.id), true), set_config('tideway.role', 'officer', true)",
-                        "select app.apply_conversation_intent(\(intent.serialized())::jsonb)",
-                    ])
+                    _ = try tx.run(
+                        Statement.effect("select set_config('tideway.user_id', \(creator.id), true), set_config('tideway.role', 'officer', true)"),
+                        Statement.effect("select app.apply_conversation_intent(\(intent.serialized())::jsonb)"))
                 }
                 counts.created += 1
             } catch let error as DatabaseError {
@@ -263,15 +262,14 @@ extension Importer {
             guard !members.isEmpty else { continue }
             let userIDs = members.map(\.0), counts = members.map { String($0.1) }
             try connection.transaction { tx in
-                _ = try tx.queries([
-                    "select app.lock_user_documents(\(userIDs)::uuid[])",
-                    """
-                    update app.conversation_members m set unread = t.n::int
-                      from unnest(\(userIDs)::uuid[], \(counts)::text[]) as t(u, n)
-                     where m.conversation_id = \(id) and m.user_id = t.u and m.active
-                    """,
-                    "select app.render_user_documents(\(userIDs)::uuid[])",
-                ])
+                _ = try tx.run(
+                    Statement.effect("select app.lock_user_documents(\(userIDs)::uuid[])"),
+                    Statement.effect("""
+                        update app.conversation_members m set unread = t.n::int
+                          from unnest(\(userIDs)::uuid[], \(counts)::text[]) as t(u, n)
+                         where m.conversation_id = \(id) and m.user_id = t.u and m.active
+                        """),
+                    Statement.effect("select app.render_user_documents(\(userIDs)::uuid[])"))
             }
         }
     }

@@ -261,16 +261,20 @@ package final class Importer {
         let agency = partition.value
         let ids = pending.map(\.id)
         try connection.transaction { tx in
-            var reads: [SQL] = ["""
+            let current = Statement.rows("""
                 select id, partition, doc::text as doc, deleted from sync.\(unsafeSQL: collection.table)
                  where id = any(\(ids)::text[]) order by id for update
-                """]
+                """)
+            let storedRows: [Row]
+            var blobRows: [Row] = []
             if collection == .photos {
-                reads.append("select photo_id, sha256 from app.photo_blobs where photo_id = any(\(ids)::text[])")
+                (storedRows, blobRows) = try tx.run(
+                    current, Statement.rows("select photo_id, sha256 from app.photo_blobs where photo_id = any(\(ids)::text[])"))
+            } else {
+                storedRows = try tx.run(current)
             }
-            let found = try tx.queries(reads)
             var stored: [String: (partition: String, doc: JSON?)] = [:]
-            for row in found[0].rows {
+            for row in storedRows {
                 guard let id = row["id"] else { continue }
                 let doc = row.bool("deleted") == true ? nil : try row["doc"].map {
                     try JSON(parsing: $0, limits: JSONLimits(maxDepth: 100, maxStringBytes: 64 * 1024 * 1024))
@@ -278,9 +282,7 @@ package final class Importer {
                 stored[id] = (row["partition"] ?? "", doc)
             }
             var blobs: [String: String] = [:]
-            if collection == .photos {
-                for row in found[1].rows { if let id = row["photo_id"] { blobs[id] = row["sha256"] } }
-            }
+            for row in blobRows { if let id = row["photo_id"] { blobs[id] = row["sha256"] } }
 
             var changes: [WritePath.Input] = []
             var writing: [(Pending, isNew: Bool)] = []
@@ -328,13 +330,12 @@ package final class Importer {
             }
             // The sync write path, under the claims of the agency's administrator (row-level
             // security on, as for a push; no user; history entries say device "import").
-            _ = try tx.queries([
-                "set local role tideway_worker",
-                """
-                select set_config('tideway.role', 'agencyAdmin', true), set_config('tideway.agency', \(agency), true),
-                       set_config('tideway.user_id', '', true), set_config('tideway.device', 'import', true)
-                """,
-            ])
+            _ = try tx.run(
+                Statement.effect("set local role tideway_worker"),
+                Statement.effect("""
+                    select set_config('tideway.role', 'agencyAdmin', true), set_config('tideway.agency', \(agency), true),
+                           set_config('tideway.user_id', '', true), set_config('tideway.device', 'import', true)
+                    """))
             let results = try WritePath.apply(changes, clientID: nil, device: "import", caller: CallerInfo(serviceFor: agency),
                                               in: tx, limits: limits)
             var rejected: [String] = []
