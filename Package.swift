@@ -77,8 +77,7 @@ let package = Package(
             name: "tideway",
             dependencies: ["Database", "Support", "Accounts", "Blobs", "Patrol", "EventPublisher", "Operations", "Demo",
                            "TidewayImport", "Mail", .product(name: "ArgumentParser", package: "swift-argument-parser")],
-            // main.swift holds `@main`, and the tool has more than one file (Import.swift).
-            swiftSettings: strict + [.unsafeFlags(["-parse-as-library"])]),
+            swiftSettings: strict),
         // Tests mirror Sources/: one test target per target.
         .testTarget(name: "FastCGITests", dependencies: ["FastCGI", "Web"], swiftSettings: strict),
         .testTarget(name: "DatabaseTests", dependencies: ["Database"], swiftSettings: strict),
