@@ -10,7 +10,7 @@ export PATH := $(if $(wildcard /opt/swift/usr/bin/swift),/opt/swift/usr/bin:)$(P
 DEBIAN_PACKAGES := nginx-light libnginx-mod-nchan libfcgi-dev libpq-dev libsodium-dev \
 	postgresql chromium chromium-driver python3-selenium python3-pytest python3-requests \
 	python3-psycopg2 python3-jsonschema python3-yaml wrk openssl curl ca-certificates pkg-config \
-	libvips-tools libcurl4-openssl-dev redis-server
+	libvips-tools libcurl4-openssl-dev redis-server python3-pymongo zlib1g-dev
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 STACK := Deploy/dev/stack.sh
 

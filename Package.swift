@@ -5,14 +5,14 @@ import PackageDescription
 // holds imports to the declared dependencies (`--explicit-target-dependency-import-check`
 // in the Makefile) and Tests/Architecture/check_layers.py fails on an upward dependency.
 //
-//   0 C shims        CFastCGI CLibPQ CSodium CCurl
+//   0 C shims        CFastCGI CLibPQ CSodium CCurl CZlib
 //   1 foundations    FastCGI Database TidewayJSON Support
 //   2 services       Schema Mail
 //   3 web toolkit    Web (app, router, request context, errors, pages, templates, sessions,
 //                    CSRF, tokens, health and metrics)
 //   4 capabilities   Accounts Sync
 //   5 capabilities   Events Blobs Chat Dashboards Administration
-//   6 capabilities   Boardings Patrol EventPublisher Operations Demo
+//   6 capabilities   Boardings Patrol EventPublisher Operations Demo TidewayImport
 //   7 executables    tideway-worker (wiring of every route), tideway (the operator's tool)
 //
 // The client stack (what an app links, issue 16) is separate: it depends on no server target.
@@ -49,6 +49,7 @@ let package = Package(
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // 1 foundations
         module("FastCGI", ["CFastCGI"]),
         module("Database", ["CLibPQ"]),
@@ -72,6 +73,9 @@ let package = Package(
         module("EventPublisher", ["Events", "Database", "TidewayJSON", "Support", "CCurl"]),
         module("Operations", ["Sync", "Database", "Support"]),
         module("Demo", ["Accounts", "Sync", "Web", "Database", "TidewayJSON", "Support"]),
+        // `tideway import` (issue 18): Atlas exports (BSON, Extended JSON) through the write path.
+        module("TidewayImport", ["Administration", "Accounts", "Sync", "Schema", "Mail", "Web", "Database", "TidewayJSON",
+                                 "Support", "CZlib"]),
         // 7 executables: the wiring
         .executableTarget(
             name: "tideway-worker",
@@ -81,7 +85,7 @@ let package = Package(
         .executableTarget(
             name: "tideway",
             dependencies: ["Database", "Support", "Accounts", "Blobs", "Patrol", "EventPublisher", "Operations", "Demo",
-                           .product(name: "ArgumentParser", package: "swift-argument-parser")],
+                           "TidewayImport", "Mail", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: strict),
         // The client stack: no server target below it.
         module("TidewayModels", []),
@@ -106,6 +110,7 @@ let package = Package(
         .testTarget(name: "PatrolTests", dependencies: ["Patrol"], swiftSettings: strict),
         .testTarget(name: "OperationsTests", dependencies: ["Operations", "Database"], swiftSettings: strict),
         .testTarget(name: "DemoTests", dependencies: ["Demo", "Support", "TidewayJSON"], swiftSettings: strict),
+        .testTarget(name: "TidewayImportTests", dependencies: ["TidewayImport", "TidewayJSON"], swiftSettings: strict),
         .testTarget(name: "TidewayClientTests", dependencies: ["TidewayClient", "TidewayModels"], swiftSettings: strict),
         // The worker's wiring, driven in process: a table of requests through the whole app.
         .testTarget(name: "WorkerTests", dependencies: ["tideway-worker", "FastCGI", "Support", "TidewayJSON", "Web"],

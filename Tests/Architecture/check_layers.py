@@ -10,17 +10,17 @@ import subprocess
 import sys
 
 LAYERS = {
-    0: {"CFastCGI", "CLibPQ", "CSodium", "CCurl"},
+    0: {"CFastCGI", "CLibPQ", "CSodium", "CCurl", "CZlib"},
     1: {"FastCGI", "Database", "TidewayJSON", "Support", "TidewayModels"},
     2: {"Schema", "Mail", "TidewayClient"},
     3: {"Web"},
     4: {"Accounts", "Sync"},
     5: {"Events", "Blobs", "Chat", "Dashboards", "Administration"},
-    6: {"Boardings", "Patrol", "EventPublisher", "Operations", "Demo"},
+    6: {"Boardings", "Patrol", "EventPublisher", "Operations", "Demo", "TidewayImport"},
     7: {"tideway-worker", "tideway", "tideway-device"},
 }
 # Code only the operator's tool runs: never linked into the worker.
-CLI_ONLY = {"Patrol", "EventPublisher", "Operations", "Demo"}
+CLI_ONLY = {"Patrol", "EventPublisher", "Operations", "Demo", "TidewayImport"}
 # The client stack an app links (issue 16): apart from the C shim for libcurl, it depends on
 # no server target, and no server target depends on it.
 CLIENT = {"TidewayModels", "TidewayClient", "tideway-device"}
