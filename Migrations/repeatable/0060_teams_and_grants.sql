@@ -19,6 +19,35 @@ create policy grants_read on app.grants for select using (
     or (grantee_kind = 'agency' and grantee = app.agency())
     or app.team_right(partition) >= 3);
 
+-- The caller's email, for the audit log's rows.
+create or replace function app.caller_email() returns text
+language sql stable security definer set search_path = app, pg_temp as $$
+    select coalesce((select email from app.users where id = app.uid()), '')
+$$;
+
+-- A team's grants with who each grantee is (a user's email and name, which the users'
+-- own policy would hide from an officer who manages a joint team): for its managers only.
+create or replace function app.team_grants(p text)
+returns table (partition text, grantee_kind text, grantee text, "right" text, granted_at timestamptz,
+               email text, display_name text)
+language sql stable security definer set search_path = app, pg_temp as $$
+    select g.partition, g.grantee_kind, g.grantee, g."right", g.granted_at, u.email, nullif(u.display_name, '')
+      from app.grants g left join app.users u on g.grantee_kind = 'user' and u.id::text = g.grantee
+     where g.partition = p and app.team_right(p) >= 3
+     order by g.rank desc, g.grantee_kind, u.email, g.grantee
+$$;
+
+-- The user a manager names by email in the back office's grant form (null: nobody active).
+create or replace function app.user_for_grant(p text, user_email text) returns uuid
+language plpgsql stable security definer set search_path = app, pg_temp as $$
+begin
+    if app.team_right(p) < 3 then
+        raise exception 'only the team''s managers grant and revoke' using errcode = 'TW403';
+    end if;
+    return (select id from app.users where lower(email) = lower(user_email) and active);
+end
+$$;
+
 -- Creates a team of `team_agency`: its admins and global admins may. The creator becomes
 -- its first manager.
 create or replace function app.create_team(team_agency text, team_name text, team_description text default '')
@@ -41,8 +70,8 @@ begin
         returning id into new_id;
     insert into app.grants (partition, grantee_kind, grantee, "right", granted_by)
         values ('team=' || new_id, 'user', app.uid()::text, 'manage', app.uid());
-    insert into app.audit_log (action, target, detail)
-        values ('team.create', 'team=' || new_id, jsonb_build_object('agency', team_agency, 'name', team_name));
+    insert into app.audit_log (actor_email, action, target, detail)
+        values (app.caller_email(), 'team.create', 'team=' || new_id, jsonb_build_object('agency', team_agency, 'name', team_name));
     return new_id;
 end
 $$;
@@ -70,8 +99,8 @@ begin
     update app.teams set name = coalesce(new_name, name), description = coalesce(new_description, description),
                          archived = coalesce(new_archived, archived)
      where id = t.id;
-    insert into app.audit_log (action, target, detail)
-        values (case when new_archived is not null and new_archived <> t.archived
+    insert into app.audit_log (actor_email, action, target, detail)
+        values (app.caller_email(), case when new_archived is not null and new_archived <> t.archived
                      then case when new_archived then 'team.archive' else 'team.unarchive' end else 'team.update' end,
                 p, jsonb_strip_nulls(jsonb_build_object('name', new_name, 'description', new_description, 'archived', new_archived)));
 end
@@ -131,8 +160,8 @@ begin
         values (p, kind, who_key, new_right, app.uid())
         on conflict (partition, grantee_kind, grantee)
         do update set "right" = excluded."right", granted_by = excluded.granted_by, granted_at = now();
-    insert into app.audit_log (action, target, detail)
-        values ('grant.set', p, jsonb_build_object('granteeKind', kind, 'grantee', who_key, 'right', new_right, 'before', before));
+    insert into app.audit_log (actor_email, action, target, detail)
+        values (app.caller_email(), 'grant.set', p, jsonb_build_object('granteeKind', kind, 'grantee', who_key, 'right', new_right, 'before', before));
     return new_right;
 end
 $$;
@@ -155,8 +184,8 @@ begin
         raise exception 'the last manager of a team cannot be removed' using errcode = 'TW409';
     end if;
     delete from app.grants where partition = p and grantee_kind = kind and grantee = who_key;
-    insert into app.audit_log (action, target, detail)
-        values ('grant.revoke', p, jsonb_build_object('granteeKind', kind, 'grantee', who_key, 'before', before));
+    insert into app.audit_log (actor_email, action, target, detail)
+        values (app.caller_email(), 'grant.revoke', p, jsonb_build_object('granteeKind', kind, 'grantee', who_key, 'before', before));
     return true;
 end
 $$;

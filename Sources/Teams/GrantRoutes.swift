@@ -59,23 +59,20 @@ package enum GrantRoutes {
         return partition.description
     }
 
-    static let grantColumns: SQL = """
-        select g.partition, g.grantee_kind, g.grantee, g."right",
-               to_char(g.granted_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') as granted_at,
-               u.email, nullif(u.display_name, '') as display_name
-          from app.grants g left join app.users u on g.grantee_kind = 'user' and u.id::text = g.grantee
+    static func grantsSQL(of partition: String) -> SQL {
         """
+        select g.partition, g.grantee_kind, g.grantee, g."right",
+               to_char(g.granted_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') as granted_at, g.email, g.display_name
+          from app.team_grants(\(partition)) g
+        """
+    }
 
     /// `GET /api/v1/grants?partition=team=<id>`: every grant of the team, for its managers.
     static func list(_ context: RequestContext) throws -> HTTPResponse {
         let partition = try teamPartition(context.query["partition"])
         let (right, grants) = try context.withAPIClaims(readOnly: true) { tx in
             try tx.run(Statement.first("select app.team_right(\(partition)) as r", as: RightRow.self),
-                       Statement.rows("""
-                           \(grantColumns)
-                            where g.partition = \(partition) and app.team_right(\(partition)) >= 3
-                            order by case g."right" when 'manage' then 0 when 'write' then 1 else 2 end, g.grantee_kind, u.email, g.grantee
-                           """, as: GrantRow.self))
+                       Statement.rows(grantsSQL(of: partition), as: GrantRow.self))
         }
         switch right?.right ?? 0 {
         case 0: throw AppError.notFound("no such team")
@@ -115,8 +112,7 @@ package enum GrantRoutes {
         let grant = try context.withAPIClaims { tx in
             try tx.run(Statement.effect("select app.set_grant(\(partition), \(kind), \(id), \(right))"),
                        Statement.first("""
-                           \(grantColumns)
-                            where g.partition = \(partition) and g.grantee_kind = \(kind) and g.grantee = \(id)
+                           \(grantsSQL(of: partition)) where g.grantee_kind = \(kind) and g.grantee = \(id)
                            """, as: GrantRow.self)).1
         }
         guard let grant else { throw AppError(.internal, "the grant was not stored") }

@@ -4,5 +4,6 @@ import Web
 public enum TeamRoutes {
     public static func register(_ router: inout Router) {
         GrantRoutes.register(&router)
+        TeamPages.register(&router)
     }
 }
