@@ -44,7 +44,8 @@ def setup():
         cur.execute("insert into app.teams (agency, name) values (%s, 'Bench crew') returning id::text", (key,))
         team = "team=" + cur.fetchone()[0]
         agency = "agency=" + key
-        docs = [{"_id": f"b{n:05d}", "title": f"Task {n}", "status": "open", "description": "x" * 200,
+        tag = uuid.uuid4().hex[:6]
+        docs = [{"_id": f"b{tag}-{n:05d}", "title": f"Task {n}", "status": "open", "description": "x" * 200,
                  "dueDate": "2026-12-01T00:00:00Z", "mpa": "Reef"} for n in range(DOCS)]
         payload = json.dumps(docs)
         # The agency's copy has its own ids: the team's copies are not assignments here.

@@ -51,7 +51,7 @@ create table app.grants (
                              else length(grantee) between 1 and 64 end)
 );
 -- A caller's own grants (the read policy of the team collections: once per query).
-create index grants_grantee on app.grants (grantee, grantee_kind) include (partition, rank);
+create index grants_grantee on app.grants (grantee, grantee_kind, partition) include (rank);
 alter table app.grants enable row level security;
 alter table app.grants force row level security;
 -- Written only through app.set_grant / app.revoke_grant (repeatable/0060).
