@@ -411,3 +411,30 @@ def test_unauthenticated_and_malformed_requests(world):
     error_of(admin.http.get(URL + "/api/v1/grants", params={"partition": "team=nope"}), 422, "invalid")
     error_of(admin.http.get(URL + "/api/v1/grants", params={"partition": f"team={uuid.uuid4()}"}), 404, "not_found")
     error_of(admin.http.post(URL + "/api/v1/grants", json={}), 405, "method_not_allowed")
+
+
+def test_the_sync_inspector_explains_team_rights(world):
+    """"Why can't this user see X" names the grants (or their absence) for a team's document."""
+    team = world["team"]
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("select id from sync.tasks where partition = %s and not deleted limit 1", (team,))
+        doc_id = cur.fetchone()[0]
+        cur.execute("select id::text from app.users where role = 'globalAdmin' and email = 'admin@demo.tideway'")
+        admin_id = cur.fetchone()[0]
+    conn = worker_db()
+    try:
+        with conn.cursor() as cur:
+            cur.execute("select set_config('tideway.user_id', %s, true), set_config('tideway.role', 'globalAdmin', true), "
+                        "set_config('tideway.agency', '', true)", (admin_id,))
+            answers = {}
+            for case in ("officer, read", "officer, no grant", "other agency's officer, agency grant read"):
+                cur.execute("select readable, rule from app.explain_access(%s, %s) where collection = 'tasks'",
+                            (world["clients"][case].id, doc_id))
+                answers[case] = cur.fetchone()
+        conn.rollback()
+    finally:
+        conn.close()
+    assert answers["officer, read"][0] is True and "their own read grant" in answers["officer, read"][1]
+    assert answers["officer, no grant"][0] is False and "no grant on team 'Boat crew'" in answers["officer, no grant"][1]
+    agency_case = answers["other agency's officer, agency grant read"]
+    assert agency_case[0] is True and "a read grant to agency" in agency_case[1]
