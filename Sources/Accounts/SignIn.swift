@@ -23,19 +23,17 @@ enum SignIn {
         // right password from an address that has not failed always gets checked.
         let emailKey = "email:" + email.lowercased()
         let pairKey = "pair:" + context.request.remoteAddress + "|" + email.lowercased()
-        let found = try context.anonymous { tx in
-            try tx.queries([
-                """
+        let (retry, row) = try context.anonymous { tx in
+            try tx.run(
+                Statement.value("""
                 select app.login_backoff(\(pairKey), \(emailKey), \(limits.loginFreeFailures), \(limits.loginFailuresPerAccount), \
                 \(limits.loginBackoffCapSeconds), \(limits.loginWindowSeconds)) as retry
-                """,
-                "select user_id, password_hash from app.password_of(\(email))",
-            ])
+                """, "retry", as: Int.self),
+                Statement("select user_id, password_hash from app.password_of(\(email))") { $0.first })
         }
-        if let retry = found[0].first?.int("retry"), retry > 0 {
+        if let retry, retry > 0 {
             throw AppError(.rateLimited, "too many failed sign-ins; try again later", retryAfter: retry)
         }
-        let row = found[1].first
         let hash = row?["password_hash"] ?? decoyHash
         let valid = Crypto.verifyPassword(password, hash: hash) && row?["password_hash"] != nil
         guard valid, let userID = row?["user_id"] else {

@@ -115,11 +115,12 @@ enum AccountPages {
                 select app.login_retry_after(\(keys[0]), \(keys[1]), \(limits.forgotPerEmail), \(limits.forgotPerAddress), \(limits.forgotWindowSeconds)) as retry
                 """).first?.int("retry") ?? 0
             if retry > 0 { return (retry, nil) }
-            let results = try tx.queries([
-                "select app.note_login_failure(\(keys)::text[])",
-                "select user_id, email, name from app.issue_reset_for_mail(\(email), \(Tokens.hash(token)), \(AccountLinks.lifetimeSeconds))",
-            ])
-            return (0, results[1].first)
+            let (_, found) = try tx.run(
+                Statement.effect("select app.note_login_failure(\(keys)::text[])"),
+                Statement(
+                    "select user_id, email, name from app.issue_reset_for_mail(\(email), \(Tokens.hash(token)), \(AccountLinks.lifetimeSeconds))"
+                ) { $0.first })
+            return (0, found)
         }
         if outcome.retry > 0 {
             let minutes = (outcome.retry + 59) / 60

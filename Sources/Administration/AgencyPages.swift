@@ -170,21 +170,49 @@ enum AgencyPages {
         return try WebSession.asUser(context, readOnly: true) { tx, caller in
             try Admin.requireAgencyRights(caller, agency: key)
             let partition = Partition.agency(key)
-            let results = try tx.queries([
-                "select key, name, description, email, site, active from app.agencies where key = \(key)",
-                "select id, doc::text as doc from sync.menu_data where partition = \(partition) and not deleted order by id limit 1",
-                "select id, doc::text as doc from sync.mpas where partition = \(partition) and not deleted order by doc->>'name', id",
-            ])
-            guard let row = results[0].first else { throw AppError.notFound("no such agency") }
-            let menuDoc = try results[1].first?["doc"].map { try JSON(parsing: $0) }
-            let areas = try results[2].rows.map { try ProtectedAreas.AreaView(id: $0["id"] ?? "", doc: JSON(parsing: $0["doc"] ?? "{}"), agencyHref: href(key)) }
+            let (agency, menu, areaRows) = try tx.run(
+                Statement.first("select key, name, description, email, site, active from app.agencies where key = \(key)",
+                                as: AgencyDetail.self),
+                Statement.first("select id, doc::text as doc from sync.menu_data where partition = \(partition) and not deleted order by id limit 1",
+                                as: DocumentRow.self),
+                Statement.rows("select id, doc::text as doc from sync.mpas where partition = \(partition) and not deleted order by doc->>'name', id",
+                               as: DocumentRow.self))
+            guard let row = agency else { throw AppError.notFound("no such agency") }
+            let menuDoc = try menu.map { try JSON(parsing: $0.doc) }
+            let areas = try areaRows.map { try ProtectedAreas.AreaView(id: $0.id, doc: JSON(parsing: $0.doc), agencyHref: href(key)) }
             return Pages.html(context, "admin/agency", AgencyView(
-                chrome: Pages.Chrome(title: row["name"] ?? key, caller: caller), csrf: caller.csrf, key: key, href: href(key),
-                name: row["name"] ?? "", description: row["description"] ?? "", email: row["email"] ?? "", site: row["site"] ?? "",
-                active: row.bool("active") == true, canEdit: caller.info.isGlobalAdmin,
+                chrome: Pages.Chrome(title: row.name, caller: caller), csrf: caller.csrf, key: key, href: href(key),
+                name: row.name, description: row.description, email: row.email, site: row.site,
+                active: row.active, canEdit: caller.info.isGlobalAdmin,
                 canEditContact: !caller.info.isGlobalAdmin, livePartition: partition,
                 menu: MenuListsEditor.View(menuDoc), areas: areas,
                 notice: context.query["saved"] != nil ? "Saved." : nil))
+        }
+    }
+}
+
+extension AgencyPages {
+    struct AgencyDetail: RowDecodable {
+        let name, description, email, site: String
+        let active: Bool
+
+        init(row: Row) throws(DatabaseError) {
+            name = try row.decode("name")
+            description = try row.decodeIfPresent("description") ?? ""
+            email = try row.decodeIfPresent("email") ?? ""
+            site = try row.decodeIfPresent("site") ?? ""
+            active = try row.decode("active")
+        }
+    }
+
+    /// A document's id and its JSON text, as the back office reads them to show.
+    struct DocumentRow: RowDecodable {
+        let id: String
+        let doc: String
+
+        init(row: Row) throws(DatabaseError) {
+            id = try row.decode("id")
+            doc = try row.decode("doc")
         }
     }
 }

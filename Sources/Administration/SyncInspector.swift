@@ -11,7 +11,7 @@ enum SyncInspector {
         router.get("/sync", show)
     }
 
-    struct DeviceRow {
+    struct DeviceRow: RowDecodable {
         let userID: String
         let email: String
         let clientID: String
@@ -22,22 +22,51 @@ enum SyncInspector {
         let cursorAge: String
         let lastPush: String
         let rejections: String
+
+        init(row: Row) throws(DatabaseError) {
+            userID = try row.decode("user_id")
+            email = try row.decode("email")
+            clientID = try row.decode("client_id")
+            appVersion = try row.decodeIfPresent("app_version") ?? ""
+            firstSeen = try row.decode("first_seen")
+            lastPull = try row.decode("last_pull")
+            pullAge = try row.decode("pull_age")
+            cursorAge = CursorAge.text(row)
+            lastPush = try row.decode("last_push")
+            rejections = try row.decode("rejections")
+        }
     }
 
-    struct RejectionRow {
+    struct RejectionRow: RowDecodable {
         let at: String
         let email: String
         let clientID: String
         let changeID: String
         let code: String
         let message: String
+
+        init(row: Row) throws(DatabaseError) {
+            at = try row.decode("at")
+            email = try row.decode("email")
+            clientID = try row.decode("client_id")
+            changeID = try row.decode("change_id")
+            code = try row.decodeIfPresent("code") ?? ""
+            message = try row.decodeIfPresent("message") ?? ""
+        }
     }
 
-    struct AnswerRow {
+    struct AnswerRow: RowDecodable {
         let collection: String
         let partition: String
         let readable: Bool
         let rule: String
+
+        init(row: Row) throws(DatabaseError) {
+            collection = try row.decode("collection")
+            partition = try row.decode("partition")
+            readable = try row.decodeIfPresent("readable") ?? false
+            rule = try row.decodeIfPresent("rule") ?? ""
+        }
     }
 
     struct View {
@@ -56,8 +85,8 @@ enum SyncInspector {
         let askedDoc = String((context.query["doc"] ?? "").trimmingCharacters(in: .whitespaces).prefix(128))
         return try WebSession.asUser(context, readOnly: true) { tx, caller in
             try Admin.requireAdmin(caller)
-            let results = try tx.queries([
-                """
+            let (devices, rejections) = try tx.run(
+                Statement.rows("""
                 select d.user_id::text as user_id, u.email, d.client_id, d.app_version,
                        to_char(d.first_seen at time zone 'UTC', 'YYYY-MM-DD HH24:MI') as first_seen,
                        coalesce(to_char(d.last_pull at time zone 'UTC', 'YYYY-MM-DD HH24:MI'), '—') as last_pull,
@@ -68,25 +97,21 @@ enum SyncInspector {
                            and l.result->>'status' = 'rejected' and l.at > now() - interval '7 days') as rejections
                   from app.devices d join app.users u on u.id = d.user_id
                  order by greatest(d.last_pull, d.last_push, d.first_seen) desc nulls last limit 200
-                """,
-                """
+                """, as: DeviceRow.self),
+                Statement.rows("""
                 select to_char(l.at at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS') as at, u.email, l.client_id, l.change_id,
                        l.result->'error'->>'code' as code, l.result->'error'->>'message' as message
                   from app.push_log l join app.users u on u.id = l.user_id
                  where l.result->>'status' = 'rejected'
                  order by l.at desc limit 100
-                """,
-            ])
+                """, as: RejectionRow.self))
             var answers: [AnswerRow] = []
             var problem: String?
             let asked = !askedUser.isEmpty && !askedDoc.isEmpty
             if asked {
                 let target = try tx.query("select id::text as id from app.users where lower(email) = lower(\(askedUser)) or id::text = \(askedUser)").first?["id"]
                 if let target, target != caller.info.userID || caller.info.isGlobalAdmin {
-                    answers = try tx.query("select * from app.explain_access(\(target)::uuid, \(askedDoc))").rows.map {
-                        AnswerRow(collection: $0["collection"] ?? "", partition: $0["partition"] ?? "",
-                                  readable: $0.bool("readable") == true, rule: $0["rule"] ?? "")
-                    }
+                    answers = try tx.query("select * from app.explain_access(\(target)::uuid, \(askedDoc))").decode(AnswerRow.self)
                     if answers.isEmpty { problem = "No document with that id in a partition you may read." }
                 } else {
                     problem = "No such user among the people you manage."
@@ -94,15 +119,7 @@ enum SyncInspector {
             }
             return Pages.html(context, "admin/sync", View(
                 chrome: Pages.Chrome(title: "Sync inspector", caller: caller),
-                devices: results[0].rows.map {
-                    DeviceRow(userID: $0["user_id"] ?? "", email: $0["email"] ?? "", clientID: $0["client_id"] ?? "",
-                              appVersion: $0["app_version"] ?? "", firstSeen: $0["first_seen"] ?? "", lastPull: $0["last_pull"] ?? "",
-                              pullAge: $0["pull_age"] ?? "", cursorAge: CursorAge.text($0), lastPush: $0["last_push"] ?? "", rejections: $0["rejections"] ?? "0")
-                },
-                rejections: results[1].rows.map {
-                    RejectionRow(at: $0["at"] ?? "", email: $0["email"] ?? "", clientID: $0["client_id"] ?? "",
-                                 changeID: $0["change_id"] ?? "", code: $0["code"] ?? "", message: $0["message"] ?? "")
-                },
+                devices: devices, rejections: rejections,
                 askedUser: askedUser, askedDoc: askedDoc, asked: asked, answers: answers, problem: problem))
         }
     }

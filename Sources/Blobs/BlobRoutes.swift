@@ -76,16 +76,16 @@ package enum BlobRoutes {
     package static func attach(photoID: String, partition: String, sha: String, type: ImageType, bytes: Int,
                        caller: CallerInfo, limits: Config.Limits, in tx: Transaction, extra: [String: JSON] = [:]) throws {
         let url = pictureURL(photoID: photoID)
-        let reads = try tx.queries([
-            """
+        let (_, stored) = try tx.run(
+            Statement.effect("""
             insert into app.photo_blobs (photo_id, partition, sha256, content_type, bytes)
             values (\(photoID), \(partition), \(sha), \(type.rawValue), \(Int64(bytes)))
             on conflict (photo_id) do update set sha256 = excluded.sha256, content_type = excluded.content_type,
                 bytes = excluded.bytes, stored_at = now()
-            """,
-            "select doc::text as doc from sync.photos where id = \(photoID) and partition = \(partition) and not deleted",
-        ])
-        let doc = try reads[1].first?["doc"].map { try JSON(parsing: $0, limits: .storedDocuments(documentBytes: limits.documentBytes)) }
+            """),
+            Statement.value("select doc::text as doc from sync.photos where id = \(photoID) and partition = \(partition) and not deleted",
+                            "doc", as: String.self))
+        let doc = try stored.map { try JSON(parsing: $0, limits: .storedDocuments(documentBytes: limits.documentBytes)) }
         var patch = extra
         if doc?["pictureURL"]?.stringValue != url { patch["pictureURL"] = .string(url) }
         if doc?["picture"] != nil { patch["picture"] = .null }

@@ -106,21 +106,18 @@ enum BoardingListPage {
             let isGlobal = caller.info.isGlobalAdmin
             let filter = BoardingFilter(query: context.query, allowAgency: isGlobal)
             let own = BoardingAccess.ownPartition(caller.info)
-            let results = try tx.queries([
-                filter.pageQuery(ownPartition: own, columns: rowColumns),
-                "select count(*) as n from sync.reports r where " + filter.conditions(ownPartition: own),
-                BoardingMenus.query(agency: isGlobal ? (filter.agency.isEmpty ? nil : filter.agency) : caller.info.agency),
-                "select key, name from app.agencies order by name",
-            ])
-            var rows = results[0].rows
+            var (rows, total, menuRows, agencyRows) = try tx.run(
+                Statement.rows(filter.pageQuery(ownPartition: own, columns: rowColumns)),
+                Statement.value("select count(*) as n from sync.reports r where " + filter.conditions(ownPartition: own), "n", as: Int.self),
+                Statement.rows(BoardingMenus.query(agency: isGlobal ? (filter.agency.isEmpty ? nil : filter.agency) : caller.info.agency)),
+                Statement.rows("select key, name from app.agencies order by name", as: AgencyName.self))
             let more = rows.count > filter.size
             if more { rows.removeLast() }
             if filter.before != nil { rows.reverse() }
-            let total = results[1].first?.int("n") ?? 0
-            let menus = BoardingMenus(rows: results[2].rows)
-            let agencies = results[3].rows.compactMap { row in row["key"].map { ($0, row["name"] ?? $0) } }
+            let menus = BoardingMenus(rows: menuRows)
+            let agencies = agencyRows.map { ($0.key, $0.name) }
             let view = makeView(
-                filter: filter, rows: rows, more: more, total: total, menus: menus, agencies: agencies, caller: caller)
+                filter: filter, rows: rows, more: more, total: total ?? 0, menus: menus, agencies: agencies, caller: caller)
             return Pages.html(context, "boardings/list", view)
         }
     }
@@ -277,5 +274,16 @@ enum BoardingText {
         case 1: "safety-green"
         default: "safety-none"
         }
+    }
+}
+
+/// An agency's key and the name people see.
+struct AgencyName: RowDecodable {
+    let key: String
+    let name: String
+
+    init(row: Row) throws(DatabaseError) {
+        key = try row.decode("key")
+        name = try row.decode("name")
     }
 }

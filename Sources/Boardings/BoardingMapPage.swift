@@ -33,15 +33,13 @@ enum BoardingMapPage {
             let located = matching + " and r.lon between -180 and 180 and r.lat between -90 and 90"
             // Protected areas belong to an agency: drawn when the map shows one agency's reports.
             let agencyPartition = own ?? (filter.agency.isEmpty ? nil : Partition.agency(filter.agency))
-            let results = try tx.queries([
-                MapLayer.boundsQuery(located),
-                MapLayer.pointsQuery(located),
-                MapLayer.areasQuery(partition: agencyPartition.map { "m.partition = \($0)" } ?? "false"),
-                "select count(*) as n from sync.reports r where " + matching,
-            ])
-            let layer = try MapLayer.fit(bounds: results[0].first, points: results[1].rows,
-                                         areas: MapLayer.areas(results[2].rows), located: located, tx)
-            let total = results[3].first?.int("n") ?? 0
+            let (bounds, points, areas, count) = try tx.run(
+                Statement(MapLayer.boundsQuery(located)) { $0.first },
+                Statement.rows(MapLayer.pointsQuery(located)),
+                Statement.rows(MapLayer.areasQuery(partition: agencyPartition.map { "m.partition = \($0)" } ?? "false")),
+                Statement.value("select count(*) as n from sync.reports r where " + matching, "n", as: Int.self))
+            let layer = try MapLayer.fit(bounds: bounds, points: points, areas: MapLayer.areas(areas), located: located, tx)
+            let total = count ?? 0
             let unlocated = total - layer.count
             let active = BoardingListPage.activeFilters(filter, path: "/boardings/map")
             let emptyText = total == 0

@@ -60,23 +60,22 @@ enum BoardingPage {
         return try WebSession.asUser(context, readOnly: true) { tx, caller in
             let report = try load(tx, id: id)
             let photoIDs = Array(Set(collectPhotoIDs(report.doc))).sorted()
-            let results = try tx.queries([
-                """
-                select id, doc ->> 'thumbNail' as thumb, doc ->> 'pictureURL' as url, doc ->> 'date' as date
-                  from sync.photos
-                 where partition = \(report.partition) and not deleted
-                   and (id = any(\(photoIDs)::text[]) or doc ->> 'referencingReportID' = \(id))
-                 order by doc ->> 'date', id limit 60
-                """,
-                BoardingHistory.existsQuery,
-            ])
-            let photos = results[0].rows.compactMap { row -> Photo? in
+            let (photoRows, present) = try tx.run(
+                Statement.rows("""
+                    select id, doc ->> 'thumbNail' as thumb, doc ->> 'pictureURL' as url, doc ->> 'date' as date
+                      from sync.photos
+                     where partition = \(report.partition) and not deleted
+                       and (id = any(\(photoIDs)::text[]) or doc ->> 'referencingReportID' = \(id))
+                     order by doc ->> 'date', id limit 60
+                    """),
+                Statement.value(BoardingHistory.existsQuery, "present", as: Bool.self))
+            let photos = photoRows.compactMap { row -> Photo? in
                 guard let thumb = row["thumb"], !thumb.isEmpty else { return nil }
                 return Photo(dataURI: "data:\(imageType(base64: thumb));base64,\(thumb)",
                              pictureURL: safeURL(row["url"]), caption: BoardingDates.readable(row["date"] ?? ""))
             }
             var history: [BoardingHistory.Entry] = []
-            let historyAvailable = results[1].first?.bool("present") == true
+            let historyAvailable = present == true
             if historyAvailable {
                 history = BoardingHistory.entries(try tx.query(BoardingHistory.query(reportID: id)).rows)
             }

@@ -28,6 +28,19 @@ extension Statement {
         Statement(sql) { result throws(DatabaseError) in try result.first.map { row throws(DatabaseError) in try Decoded(row: row) } }
     }
 
+    /// Rows kept as rows, for code that reads a generic shape (a page's columns, a menu's
+    /// JSON documents) rather than one row type.
+    public static func rows(_ sql: SQL) -> Statement<[Row]> where Answer == [Row] {
+        Statement(sql) { $0.rows }
+    }
+
+    /// One column of the first row (`select count(*) as n …`); nil when there is no row or
+    /// the value is NULL.
+    public static func value<Value: ColumnDecodable>(_ sql: SQL, _ column: String, as type: Value.Type) -> Statement<Value?>
+    where Answer == Value? {
+        Statement(sql) { result throws(DatabaseError) in try result.first?.decodeIfPresent(column, as: Value.self) }
+    }
+
     /// How many rows an INSERT, UPDATE or DELETE touched.
     public static func affected(_ sql: SQL) -> Statement<Int> where Answer == Int {
         Statement(sql) { $0.affected }

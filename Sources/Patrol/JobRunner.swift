@@ -189,8 +189,9 @@ public enum BlobSweep {
             // Under the blob's lock: an upload naming it either committed before (kept) or
             // places its file again after.
             let removed = try connection.transaction { tx -> Bool in
-                let answers = try tx.queries(["select app.lock_blob(\(sha))", "select app.blob_in_use(\(sha)) as used"])
-                guard answers[1].first?.bool("used") == false else { return false }
+                let (_, used) = try tx.run(Statement.effect("select app.lock_blob(\(sha))"),
+                                           Statement.value("select app.blob_in_use(\(sha)) as used", "used", as: Bool.self))
+                guard used == false else { return false }
                 return store.remove(sha: sha)
             }
             if removed { result.removed += 1 } else { result.kept += 1 }

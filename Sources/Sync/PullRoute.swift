@@ -93,13 +93,15 @@ enum PullRoute {
             if case .from(let partition, let cursor) = entry.start { return (entry.name, partition, cursor) }
             return nil
         }
-        let results = try context.asAPICaller(snapshot: true) { tx, _ -> [QueryResult] in
+        // The statuses, then one page per readable partition, in their order: one round trip.
+        let (statusRows, pages) = try context.asAPICaller(snapshot: true) { tx, _ -> ([Row], ArraySlice<QueryResult>) in
             let statements = [PullQuery.statuses(readable.map(\.0))]
                 + readable.map { PullQuery.changes(of: $0.1, after: $0.2, limit: request.limit) }
-            return try tx.queries(statements, thenCommit: true)
+            let results = try tx.queries(statements, thenCommit: true)
+            return (results[0].rows, results.dropFirst())
         }
         var statuses: [String: Row] = [:]
-        for row in results[0].rows { if let name = row["partition"] { statuses[name] = row } }
+        for row in statusRows { if let name = row["partition"] { statuses[name] = row } }
 
         var text = "{\"partitions\":{"
         var changed = false
@@ -139,7 +141,7 @@ enum PullRoute {
                 changed = true
                 continue
             }
-            let rows = results[index + 1].rows
+            let rows = pages[pages.startIndex + index].rows
             let more = rows.count > request.limit
             let page = rows.prefix(request.limit)
             let next: Cursor
