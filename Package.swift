@@ -11,7 +11,7 @@ import PackageDescription
 //   3 web toolkit    Web (app, router, request context, errors, pages, templates, sessions,
 //                    CSRF, tokens, health and metrics)
 //   4 capabilities   Accounts Sync
-//   5 capabilities   Events Blobs Chat Dashboards Administration
+//   5 capabilities   Events Blobs Chat Dashboards Administration Teams
 //   6 capabilities   Boardings Patrol EventPublisher Operations Demo TidewayImport
 //   7 executables    tideway-worker (wiring of every route), tideway (the operator's tool)
 //
@@ -68,6 +68,7 @@ let package = Package(
         module("Chat", ["Accounts", "Web", "FastCGI", "Database", "TidewayJSON", "Support"]),
         module("Dashboards", ["Sync", "Web", "FastCGI", "Database", "TidewayJSON", "Support"]),
         module("Administration", ["Accounts", "Sync", "Mail", "Web", "FastCGI", "Database", "TidewayJSON", "Support"]),
+        module("Teams", ["Sync", "Web", "FastCGI", "Database", "TidewayJSON", "Support"]),
         module("Boardings", ["Dashboards", "Sync", "Schema", "Web", "FastCGI", "Database", "TidewayJSON", "Support"]),
         module("Patrol", ["Blobs", "Sync", "Web", "Database", "TidewayJSON", "Support"]),
         module("EventPublisher", ["Events", "Database", "TidewayJSON", "Support", "CCurl"]),
@@ -80,7 +81,7 @@ let package = Package(
         .executableTarget(
             name: "tideway-worker",
             dependencies: ["FastCGI", "Support", "Web", "Accounts", "Sync", "Events", "Blobs", "Chat", "Dashboards",
-                           "Administration", "Boardings", "Mail"],
+                           "Administration", "Boardings", "Mail", "Teams"],
             swiftSettings: strict),
         .executableTarget(
             name: "tideway",

@@ -21,7 +21,7 @@ RUN_DIR = os.path.join(os.environ["TIDEWAY_BENCH_STATE"], "run")
 AGENCY, OFFICER, PASSWORD = "Gabon", "gabon.officer1@demo.tideway", "tideway-demo"
 PARTITION = f"agency={AGENCY}"
 AGENCY_COLLECTIONS = [("reports", "reports"), ("photos", "photos"), ("dutyChanges", "duty_changes"),
-                      ("menuData", "menu_data"), ("mpas", "mpas")]
+                      ("menuData", "menu_data"), ("mpas", "mpas"), ("agencyTasks", "agency_tasks")]
 
 
 class Api:

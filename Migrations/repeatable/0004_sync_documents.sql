@@ -13,6 +13,92 @@ create policy conversations_read on app.conversations for select using (app.is_m
 drop policy if exists members_read on app.conversation_members;
 create policy members_read on app.conversation_members for select using (user_id = app.uid() or app.is_member(conversation_id));
 
+-- Team partitions (0060): a caller's right on a team, 0 none, 1 read, 2 write, 3 manage.
+-- Grants to the user, to everyone signed in and to the user's agency count, the best one
+-- wins; an agency's admins manage their agency's teams, global admins every team. An
+-- archived team is read-only (its right is at most read), for documents; managing it
+-- (grants, renaming, unarchiving) stays with its managers. Written for any user (the sync
+-- inspector explains another user's rights), and for the caller below.
+create or replace function app.team_right_of(who uuid, who_role text, who_agency text, p text) returns int
+language plpgsql stable security definer set search_path = app, pg_temp as $$
+declare
+    team app.teams;
+    best int;
+begin
+    if who is null or app.partition_kind(p) is distinct from 'team' then
+        return 0;
+    end if;
+    select * into team from app.teams where id = substr(p, 6)::uuid;
+    if not found then
+        return 0;
+    end if;
+    if who_role = 'globalAdmin' or (who_role = 'agencyAdmin' and team.agency = who_agency) then
+        return 3;
+    end if;
+    -- Three primary-key probes, whatever the number of the user's grants elsewhere.
+    select greatest((select g.rank from app.grants g where g.partition = p and g.grantee_kind = 'user' and g.grantee = who::text),
+                    (select g.rank from app.grants g where g.partition = p and g.grantee_kind = 'everyone' and g.grantee = ''),
+                    (select g.rank from app.grants g where g.partition = p and g.grantee_kind = 'agency' and g.grantee = who_agency))
+      into best;
+    return coalesce(best, 0);
+end
+$$;
+
+-- The caller's right on a team partition; with `for_documents`, what it may do with the
+-- team's documents now (an archived team's are read-only).
+create or replace function app.team_right(p text, for_documents boolean default false) returns int
+language plpgsql stable security definer set search_path = app, pg_temp as $$
+declare
+    r int := app.team_right_of(app.uid(), app.role(), app.agency(), p);
+begin
+    if for_documents and r > 1 and exists (select 1 from app.teams where id = substr(p, 6)::uuid and archived) then
+        return 1;
+    end if;
+    return r;
+end
+$$;
+
+-- The team partitions where the caller holds at least `min_right` on documents, as a jsonb
+-- object whose keys are the partitions: the read and write policies of the team
+-- collections test `(select app.team_partitions(n)) ? partition`, which PostgreSQL
+-- computes once per query (an InitPlan) and then looks up by binary search, so that a
+-- caller with a thousand grants pays little more per row than one with one (an array would
+-- be searched end to end for every row). PL/pgSQL, so that its statements are planned once
+-- per connection; reading needs only the caller's grants (an index-only scan).
+create or replace function app.team_partitions(min_right int) returns jsonb
+language plpgsql stable security definer set search_path = app, pg_temp as $$
+declare
+    who uuid := app.uid();
+    own_agency text := app.agency();
+    is_global boolean := app.is_global_admin();
+    is_admin boolean := app.role() = 'agencyAdmin';
+    granted jsonb;
+    by_role jsonb;
+begin
+    if who is null then
+        return '{}'::jsonb;
+    end if;
+    if min_right < 2 then
+        select jsonb_object_agg(g.partition, true) into granted from app.grants g
+         where ((g.grantee = who::text and g.grantee_kind = 'user') or (g.grantee = '' and g.grantee_kind = 'everyone')
+                or (g.grantee = coalesce(own_agency, '') and g.grantee_kind = 'agency'));
+    else
+        select jsonb_object_agg(g.partition, true) into granted from app.grants g
+          join app.teams t on t.id = substr(g.partition, 6)::uuid and not t.archived
+         where g.rank >= min_right
+           and ((g.grantee = who::text and g.grantee_kind = 'user') or (g.grantee = '' and g.grantee_kind = 'everyone')
+                or (g.grantee = coalesce(own_agency, '') and g.grantee_kind = 'agency'));
+    end if;
+    if is_global or (is_admin and own_agency is not null) then
+        select jsonb_object_agg('team=' || t.id, true) into by_role from app.teams t
+         where (is_global or t.agency = own_agency) and (min_right < 2 or not t.archived);
+    end if;
+    return coalesce(granted, '{}'::jsonb) || coalesce(by_role, '{}'::jsonb);
+end
+$$;
+revoke all on function app.team_partitions(int) from public;
+grant execute on function app.team_partitions(int) to tideway_worker;
+
 -- The partition table of the protocol, in one place. Used by the policies below and by
 -- pulls (to answer `forbidden` rather than an empty page). PL/pgSQL, not SQL: a SECURITY
 -- DEFINER SQL function cannot be inlined, so PostgreSQL parsed and planned its body again
@@ -27,6 +113,7 @@ begin
         when 'user' then substr(p, 6) = app.uid()::text
         when 'all-users' then app.uid() is not null
         when 'conversation' then app.is_member(substr(p, 14))
+        when 'team' then app.team_right(p) >= 1
         else false
     end;
 end
@@ -48,6 +135,7 @@ begin
                     and exists (select 1 from app.agencies where key = substr(p, 8))
                 when 'own-user' then app.partition_kind(p) = 'user' and substr(p, 6) = app.uid()::text
                 when 'conversation-members' then app.partition_kind(p) = 'conversation' and app.is_member(substr(p, 14))
+                when 'team-writers' then app.partition_kind(p) = 'team' and app.team_right(p, true) >= 2
                 else false
             end
         $$ $f$, rule_of);
@@ -113,18 +201,20 @@ begin
             when 'user' then $$partition = 'user=' || app.uid()$$
             when 'all-users' then 'app.uid() is not null'
             when 'conversation' then 'app.is_member(substr(partition, 14))'
+            when 'team' then '(select app.team_partitions(1)) ? partition'
         end;
         writes := case c.write_rule
             when 'agency-members' then $$partition = 'agency=' || app.agency()$$
             when 'agency-admins' then format('app.can_write(partition, %L)', c.name)
             when 'own-user' then $$partition = 'user=' || app.uid()$$
             when 'conversation-members' then 'app.is_member(substr(partition, 14))'
+            when 'team-writers' then '(select app.team_partitions(2)) ? partition'
         end;
         execute format('drop policy if exists read on sync.%I', c.table_name);
         execute format('create policy read on sync.%I for select using (%s)', c.table_name, reads);
         execute format('drop policy if exists write_insert on sync.%I', c.table_name);
         execute format('drop policy if exists write_update on sync.%I', c.table_name);
-        if c.write_rule in ('agency-members', 'agency-admins', 'conversation-members') then
+        if c.write_rule in ('agency-members', 'agency-admins', 'conversation-members', 'team-writers') then
             execute format('create policy write_insert on sync.%I for insert with check (%s)', c.table_name, writes);
         end if;
         if c.write_rule <> 'server' then

@@ -68,7 +68,8 @@ public struct DemoSeeder {
             documents += try insert(duty, into: "duty_changes", partition: partition)
         }
         let chats = try seedConversations(DemoConversations.all(users: users, now: anchor))
-        return "demo data: \(sample.agencies.count) agencies, \(chats) new conversations, \(users.count) logins (password \(Self.password)), \(documents) new documents"
+        let teams = try DemoTeams(connection: connection).seed(agencyKeys: sample.agencies.map(\.key), now: Timestamp.string(anchor))
+        return "demo data: \(sample.agencies.count) agencies, \(chats) new conversations, \(teams) new teams, \(users.count) logins (password \(Self.password)), \(documents) new documents"
     }
 
     /// Conversations are created the way a user creates one (the same intent function, as

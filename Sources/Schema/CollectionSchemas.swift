@@ -4,7 +4,7 @@ import TidewayJSON
 /// update's merge patch), before anything reaches the database.
 public enum CollectionSchemas {
     public static let all: [String: CollectionSchema] = Dictionary(
-        uniqueKeysWithValues: (PatrolSchemas.all + ChatSchemas.all).map { ($0.name, $0) })
+        uniqueKeysWithValues: (PatrolSchemas.all + ChatSchemas.all + TeamSchemas.all).map { ($0.name, $0) })
 
     /// The document to store (possibly normalized), or why it is invalid.
     public static func validate(collection: String, document: JSON) -> Result<JSON, SchemaViolation> {

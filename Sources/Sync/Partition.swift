@@ -1,12 +1,12 @@
 import Foundation
 
 /// A partition string `key=value` of the protocol, parsed. Anything that is not one of
-/// the four kinds is nil, and the caller answers `invalid`. The grammar is the database's
+/// the five kinds is nil, and the caller answers `invalid`. The grammar is the database's
 /// `app.partition_kind` (Migrations/0002): PartitionGrammarTests holds the two to one
 /// table of tricky strings.
 public struct Partition: Sendable, Hashable, CustomStringConvertible {
     public enum Kind: String, Sendable, CaseIterable {
-        case agency, user, allUsers = "all-users", conversation
+        case agency, user, allUsers = "all-users", conversation, team
 
         /// The collections whose documents live in partitions of this kind.
         public var collections: [SyncCollection] { SyncCollection.allCases.filter { $0.partitionKind == self } }
@@ -44,6 +44,10 @@ public struct Partition: Sendable, Hashable, CustomStringConvertible {
             guard value.unicodeScalars.count <= 64, value.unicodeScalars.allSatisfy({ Self.isKeyScalar($0.value, extra: "_-") })
             else { return nil }
             kind = .conversation
+        case "team":
+            // Team ids: a uuid as PostgreSQL prints it (app.teams, Migrations/0060).
+            guard UUIDText.isCanonical(value) else { return nil }
+            kind = .team
         default:
             return nil
         }
@@ -63,13 +67,14 @@ public struct Partition: Sendable, Hashable, CustomStringConvertible {
 
     public static func agency(_ key: String) -> String { "agency=\(key)" }
     public static func user(_ id: String) -> String { "user=\(id)" }
+    public static func team(_ id: String) -> String { "team=\(id)" }
 }
 
 /// The collections of the protocol, the table each lives in and the kind of partition its
 /// documents live in: the database's `app.collections` (Migrations/0004), from which the
 /// per-table SQL is written. CollectionCatalogTests holds the two to the same rows.
 public enum SyncCollection: String, Sendable, CaseIterable {
-    case reports, photos, dutyChanges, menuData, mpas, users, chatsters, chatMessages
+    case reports, photos, dutyChanges, menuData, mpas, agencyTasks, users, chatsters, chatMessages, tasks, teamNotes
 
     public var table: String {
         switch self {
@@ -81,15 +86,19 @@ public enum SyncCollection: String, Sendable, CaseIterable {
         case .users: "users"
         case .chatsters: "chatsters"
         case .chatMessages: "chat_messages"
+        case .agencyTasks: "agency_tasks"
+        case .tasks: "tasks"
+        case .teamNotes: "team_notes"
         }
     }
 
     public var partitionKind: Partition.Kind {
         switch self {
-        case .reports, .photos, .dutyChanges, .menuData, .mpas: .agency
+        case .reports, .photos, .dutyChanges, .menuData, .mpas, .agencyTasks: .agency
         case .users: .user
         case .chatsters: .allUsers
         case .chatMessages: .conversation
+        case .tasks, .teamNotes: .team
         }
     }
 }

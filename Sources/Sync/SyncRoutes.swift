@@ -16,12 +16,13 @@ public enum SyncRoutes {
             try tx.query("""
                 select p, app.can_read(p) as read,
                        app.can_write(p, case app.partition_kind(p) when 'agency' then 'reports' when 'user' then 'users'
-                                            when 'conversation' then 'chatMessages' else '' end) as write
+                                            when 'conversation' then 'chatMessages' when 'team' then 'tasks' else '' end) as write
                   from (select 'agency=' || key as p from app.agencies
                         union all select 'user=' || app.uid()
                         union all select 'all-users=all-the-users'
                         union all select 'conversation=' || conversation_id from app.conversation_members
-                         where user_id = app.uid() and active) candidates
+                         where user_id = app.uid() and active
+                        union all select jsonb_object_keys(app.team_partitions(1))) candidates
                  order by p
                 """, thenCommit: true).rows
         }

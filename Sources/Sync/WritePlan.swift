@@ -29,7 +29,7 @@ extension WritePath {
 
         /// Collections whose new documents may be gathered (users' documents carry chat
         /// intents and cannot be inserted by their owner; chatsters are the server's).
-        static let gathered: Set<SyncCollection> = [.reports, .photos, .dutyChanges, .menuData, .mpas, .chatMessages]
+        static let gathered: Set<SyncCollection> = [.reports, .photos, .dutyChanges, .menuData, .mpas, .agencyTasks, .chatMessages, .tasks, .teamNotes]
 
         let clientID: String?
         private(set) var statements: [SQL] = []

@@ -9,6 +9,7 @@ import Foundation
 import Mail
 import Support
 import Sync
+import Teams
 import Web
 
 /// Every capability of the product and what each keeps for the process's life: the one
@@ -38,6 +39,7 @@ struct Capabilities {
         BoardingRoutes.register(&router)
         AdminRoutes.register(&router, mailer: mailer)
         DashboardPages.register(&router)
+        TeamRoutes.register(&router)
     }
 
     /// The application with every route, its background threads started.

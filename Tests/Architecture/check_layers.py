@@ -15,7 +15,7 @@ LAYERS = {
     2: {"Schema", "Mail", "TidewayClient"},
     3: {"Web"},
     4: {"Accounts", "Sync"},
-    5: {"Events", "Blobs", "Chat", "Dashboards", "Administration"},
+    5: {"Events", "Blobs", "Chat", "Dashboards", "Administration", "Teams"},
     6: {"Boardings", "Patrol", "EventPublisher", "Operations", "Demo", "TidewayImport"},
     7: {"tideway-worker", "tideway", "tideway-device"},
 }

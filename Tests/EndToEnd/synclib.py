@@ -8,12 +8,13 @@ import uuid
 
 import requests
 
-from conftest import CA, URL, admin_db, login
+from conftest import CA, URL, admin_db, login, worker_db
 
 TABLES = {"reports": "reports", "photos": "photos", "dutyChanges": "duty_changes", "menuData": "menu_data",
-          "mpas": "mpas", "users": "users", "chatsters": "chatsters", "chatMessages": "chat_messages"}
-KIND_COLLECTIONS = {"agency": ["reports", "photos", "dutyChanges", "menuData", "mpas"], "user": ["users"],
-                    "all-users": ["chatsters"], "conversation": ["chatMessages"]}
+          "mpas": "mpas", "agencyTasks": "agency_tasks", "users": "users", "chatsters": "chatsters",
+          "chatMessages": "chat_messages", "tasks": "tasks", "teamNotes": "team_notes"}
+KIND_COLLECTIONS = {"agency": ["reports", "photos", "dutyChanges", "menuData", "mpas", "agencyTasks"], "user": ["users"],
+                    "all-users": ["chatsters"], "conversation": ["chatMessages"], "team": ["tasks", "teamNotes"]}
 TS = "2024-05-01T10:00:00Z"
 
 
@@ -167,6 +168,10 @@ def jobs_settled(timeout=30):
             time.sleep(0.1)
 
 
+# Where counts() keeps the push log's row count (the tests compare everything around it).
+PUSH_LOG_INDEX = 9
+
+
 def counts():
     """Rows of every sync table, the clocks and the push log: to show that nothing was written.
     Presence is left out: any sync (even a refused push) marks its user On-Line, and the
@@ -175,11 +180,14 @@ def counts():
     finish first."""
     jobs_settled()
     with admin_db() as conn, conn.cursor() as cur:
-        parts = [f"(select count(*) from sync.{t})" for t in TABLES.values()]
+        # The push log stays at PUSH_LOG_INDEX: the team tables (issue 17) go last.
+        later = ["agency_tasks", "tasks", "team_notes"]
+        parts = [f"(select count(*) from sync.{t})" for t in TABLES.values() if t not in later]
         parts += ["(select coalesce(sum(seq), 0) from app.partition_clocks"
-                  " where partition not like 'user=%' and partition <> 'all-users')",
+                  " where partition not like 'user=%' and partition <> 'all-users=all-the-users')",
                   "(select count(*) from app.push_log)",
                   "(select coalesce(sum(version), 0) from sync.reports)"]
+        parts += [f"(select count(*) from sync.{t})" for t in later]
         cur.execute("select " + ", ".join(parts))
         return cur.fetchone()
 
@@ -217,6 +225,26 @@ def new_conversation(member_ids):
     return cid
 
 
+def new_team(admin_email, agency, name="Crew"):
+    """A team of `agency` created by that agency's admin (app.create_team, as the back
+    office does it): the admin becomes its first manager. Answers its partition."""
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("select id::text, role, coalesce(agency, '') from app.users where lower(email) = lower(%s)",
+                    (admin_email,))
+        uid, role, own = cur.fetchone()
+    conn = worker_db()
+    try:
+        with conn.cursor() as cur:
+            cur.execute("select set_config('tideway.user_id', %s, true), set_config('tideway.role', %s, true), "
+                        "set_config('tideway.agency', %s, true)", (uid, role, own))
+            cur.execute("select app.create_team(%s, %s)", (agency, name))
+            tid = cur.fetchone()[0]
+        conn.commit()
+    finally:
+        conn.close()
+    return f"team={tid}"
+
+
 def new_agency():
     """A fresh agency of its own, so that a test's partition is its alone."""
     key = "T " + uuid.uuid4().hex[:8]
@@ -237,13 +265,17 @@ def doc_for(collection, doc_id, uid=None, email=None):
                   "presence": "Off-Line", "conversations": [], "userPreferences": {"shareLocation": True}},
         "chatsters": {"_id": doc_id, "userName": "x@test.tideway"},
         "chatMessages": {"_id": doc_id, "text": "hi", "timestamp": TS},
+        "agencyTasks": {"_id": doc_id, "title": "Patrol the reef", "status": "open"},
+        "tasks": {"_id": doc_id, "title": "Check the nets", "status": "open", "dueDate": TS},
+        "teamNotes": {"_id": doc_id, "text": "Fuel low", "timestamp": TS},
     }[collection]
 
 
 PATCHES = {"reports": {"draft": False}, "photos": {"referencingReportID": "r-1"}, "dutyChanges": {"status": "Off Duty"},
            "menuData": {"ports": ["Port-Gentil"]}, "mpas": {"name": "Renamed"},
            "users": {"userPreferences": {"shareLocation": False}}, "chatsters": {"displayName": "y"},
-           "chatMessages": {"text": "edited"}}
+           "chatMessages": {"text": "edited"}, "agencyTasks": {"status": "in progress"},
+           "tasks": {"status": "in progress"}, "teamNotes": {"text": "Fuel topped up"}}
 
 
 def change(op, collection, partition, doc_id, body=None, change_id=None):

@@ -11,7 +11,7 @@ import requests
 import yaml
 
 from conftest import CA, URL, login, new_user
-from synclib import Client, change, doc_for
+from synclib import Client, change, doc_for, new_team
 
 SPEC_PATH = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "openapi.yaml")
 UNTESTABLE = {"503"}  # only with the database unreachable
@@ -134,6 +134,46 @@ def test_every_operation_and_status_matches_the_spec(spec):
     record(PU, "post", post(PU, {"clientId": "x", "changes": [batch[0]] * 1001}, token))
 
     record(H, "get", get(H))
+
+    # Teams and grants: a team of Gabon's admin, a reader, and every documented answer.
+    G, MG = "/api/v1/grants", "/api/v1/me/grants"
+    admin = Client("gabon.admin@demo.tideway")
+    team = new_team(admin.email, "Gabon", "OpenAPI crew")
+    reader = Client(new_user(agency="Gabon"))
+
+    def grants(method, client=None, params=None, body=None, raw=None, content_type="application/json"):
+        headers = {"Content-Type": content_type}
+        if client:
+            headers["Authorization"] = f"Bearer {client.token}"
+        data = raw if raw is not None else (json.dumps(body) if body is not None else None)
+        return requests.request(method, URL + G, params=params, data=data, headers=headers, verify=CA, timeout=60)
+
+    def grant_body(who, right):
+        return {"partition": team, "grantee": {"kind": "user", "id": who}, "right": right}
+
+    record(G, "put", grants("PUT", admin, body=grant_body(reader.id, "read")))
+    record(G, "put", grants("PUT", admin, raw="{"))
+    record(G, "put", grants("PUT", None, body=grant_body(reader.id, "read")))
+    record(G, "put", grants("PUT", reader, body=grant_body(reader.id, "manage")))
+    record(G, "put", grants("PUT", admin, body=grant_body(str(uuid.uuid4()), "read")))
+    record(G, "put", grants("PUT", admin, body=grant_body(admin.id, "read")))  # the last manager: 409
+    record(G, "put", grants("PUT", admin, raw="{}", content_type="text/plain"))
+    record(G, "put", grants("PUT", admin, body=grant_body(reader.id, "owner")))
+    record(G, "get", grants("GET", admin, params={"partition": team}))
+    record(G, "get", grants("GET", admin))
+    record(G, "get", grants("GET", None, params={"partition": team}))
+    record(G, "get", grants("GET", reader, params={"partition": team}))
+    record(G, "get", grants("GET", admin, params={"partition": f"team={uuid.uuid4()}"}))
+    record(G, "get", grants("GET", admin, params={"partition": "team=crew"}))
+    record(G, "delete", grants("DELETE", reader, params={"partition": team, "kind": "user", "id": admin.id}))
+    record(G, "delete", grants("DELETE", admin, params={"partition": team, "kind": "user", "id": admin.id}))
+    record(G, "delete", grants("DELETE", admin, params={"kind": "user", "id": reader.id}))
+    record(G, "delete", grants("DELETE", None, params={"partition": team, "kind": "user", "id": reader.id}))
+    record(G, "delete", grants("DELETE", admin, params={"partition": team, "kind": "robot", "id": reader.id}))
+    record(MG, "get", get(MG, reader.token))
+    record(MG, "get", get(MG))
+    record(G, "delete", grants("DELETE", admin, params={"partition": team, "kind": "user", "id": reader.id}))
+    record(G, "delete", grants("DELETE", admin, params={"partition": team, "kind": "user", "id": reader.id}))  # 404
 
     record(LO, "post", post(LO, raw="", token=token))
     record(LO, "post", post(LO, raw="", token=token))  # the token no longer works: 401

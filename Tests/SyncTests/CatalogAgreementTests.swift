@@ -17,7 +17,7 @@ struct CatalogAgreementTests {
         let swift = SyncCollection.allCases.map { [$0.rawValue, $0.table, $0.partitionKind.rawValue] }
             .sorted { $0[0] < $1[0] }
         #expect(sql == swift)
-        #expect(sql.count == 8)
+        #expect(sql.count == 11)
         // Every table of schema sync is a collection's, and the other way round.
         let tables = try db.execute("select tablename from pg_tables where schemaname = 'sync' order by 1").rows
             .compactMap { $0["tablename"] }
@@ -56,6 +56,9 @@ struct CatalogAgreementTests {
         ("conversation=abc_-1", .conversation), ("conversation=" + String(repeating: "c", count: 64), .conversation),
         ("conversation=" + String(repeating: "c", count: 65), nil), ("conversation=a.b", nil), ("conversation=a b", nil),
         ("conversation=é", nil), ("conversation=\u{FF41}", nil), ("conversation=", nil),
+        ("team=0b8e7f1c-3a2d-4c5e-9f10-1a2b3c4d5e6f", .team), ("team=0B8E7F1C-3A2D-4C5E-9F10-1A2B3C4D5E6F", nil),
+        ("team=0b8e7f1c3a2d4c5e9f101a2b3c4d5e6f", nil), ("team=0b8e7f1c-3a2d-4c5e-9f10-1a2b3c4d5e6f\n", nil),
+        ("team=", nil), ("team=crew", nil), ("Team=0b8e7f1c-3a2d-4c5e-9f10-1a2b3c4d5e6f", nil),
         ("foo", nil), ("", nil), ("=", nil), ("foo=bar", nil), ("agency", nil),
     ]
 
@@ -80,7 +83,7 @@ struct CatalogAgreementTests {
             select conrelid::regclass::text as t from pg_constraint
              where contype = 'c' and pg_get_constraintdef(oid) like '%app.partition_kind(%' order by 1
             """).rows.compactMap { $0["t"] }
-        #expect(checked == ["app.agencies", "app.conversations"])
+        #expect(checked == ["app.agencies", "app.conversations", "app.grants"])
     }
 }
 

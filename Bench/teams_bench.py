@@ -1,0 +1,146 @@
+"""Drives Bench/17-teams.sh. A fresh agency and a team of it get the same 2,000 task
+documents (agencyTasks in the agency, tasks in the team); a fresh officer of the agency is
+granted write on the team. The grants table is filled to 100,000 rows (1,000 teams with 100
+grants each). Measured over HTTPS through nginx, medians of several runs:
+  pull: the whole partition from a null cursor (2 pages of 1,000);
+  idle poll: a pull whose cursor stands at the end (one app.unchanged statement);
+for the agency partition, then the team partition with the caller holding 1 grant, then
+1,000 grants. Ratios are team / agency; never fails on numbers."""
+import json
+import os
+import statistics
+import subprocess
+import time
+import uuid
+
+import psycopg2
+import requests
+
+URL = os.environ["TIDEWAY_BENCH_URL"]
+CA = os.environ["TIDEWAY_BENCH_CA"]
+ADMIN = os.environ["BENCH_ADMIN_DATABASE"]
+REPO = os.environ["BENCH_REPO"]
+DOCS, PADDING_TEAMS, PER_TEAM = 2000, 1000, 100
+PULLS, POLLS = 15, 400
+
+
+def db():
+    conn = psycopg2.connect(ADMIN)
+    conn.autocommit = True
+    return conn
+
+
+def setup():
+    key = "Bench teams " + uuid.uuid4().hex[:6]
+    email = f"bench-{uuid.uuid4().hex[:8]}@bench.tideway"
+    with db() as conn, conn.cursor() as cur:
+        cur.execute("insert into app.agencies (key, name) values (%s, %s)", (key, key))
+    subprocess.run([os.path.join(REPO, ".build/release/tideway"), "create-user", "--database", ADMIN, "--email", email,
+                    "--role", "officer", "--agency", key, "--first-name", "Bench", "--last-name", "Officer"],
+                   check=True, env={**os.environ, "TIDEWAY_PASSWORD": "tideway-bench"}, capture_output=True)
+    with db() as conn, conn.cursor() as cur:
+        cur.execute("select id::text from app.users where email = %s", (email,))
+        uid = cur.fetchone()[0]
+        cur.execute("insert into app.teams (agency, name) values (%s, 'Bench crew') returning id::text", (key,))
+        team = "team=" + cur.fetchone()[0]
+        agency = "agency=" + key
+        tag = uuid.uuid4().hex[:6]
+        docs = [{"_id": f"b{tag}-{n:05d}", "title": f"Task {n}", "status": "open", "description": "x" * 200,
+                 "dueDate": "2026-12-01T00:00:00Z", "mpa": "Reef"} for n in range(DOCS)]
+        payload = json.dumps(docs)
+        # The agency's copy has its own ids: the team's copies are not assignments here.
+        cur.execute("""insert into sync.agency_tasks (id, partition, doc, seq)
+                       select 'a-' || (d->>'_id'), %s, d || jsonb_build_object('_id', 'a-' || (d->>'_id')), app.tick(%s)
+                         from jsonb_array_elements(%s::jsonb) d""", (agency, agency, payload))
+        cur.execute("""insert into sync.tasks (id, partition, doc, seq)
+                       select 't-' || (d->>'_id'), %s, d || jsonb_build_object('_id', 't-' || (d->>'_id')), app.tick(%s)
+                         from jsonb_array_elements(%s::jsonb) d""", (team, team, payload))
+        cur.execute("insert into app.grants (partition, grantee_kind, grantee, \"right\") values (%s, 'user', %s, 'write')",
+                    (team, uid))
+        # Padding: 1,000 other teams of the agency, 100 grants each to users that are not the caller.
+        cur.execute("""with t as (insert into app.teams (agency, name) select %s, 'Pad ' || n from generate_series(1, %s) n
+                                  returning id)
+                       insert into app.grants (partition, grantee_kind, grantee, "right")
+                       select 'team=' || t.id, 'user', gen_random_uuid()::text, 'read' from t, generate_series(1, %s)""",
+                    (key, PADDING_TEAMS, PER_TEAM))
+        cur.execute("select count(*) from app.grants")
+        total = cur.fetchone()[0]
+        cur.execute("analyze app.grants; analyze app.teams")
+    return key, email, uid, agency, team, total
+
+
+def more_grants(key, uid, n):
+    """The caller gets `n - 1` more grants (read, on padding teams): n in all."""
+    with db() as conn, conn.cursor() as cur:
+        cur.execute("""insert into app.grants (partition, grantee_kind, grantee, "right")
+                       select 'team=' || id, 'user', %s, 'read' from app.teams where agency = %s and name like 'Pad %%'
+                        order by id limit %s""", (uid, key, n - 1))
+        cur.execute("select count(*) from app.grants where grantee = %s", (uid,))
+        held = cur.fetchone()[0]
+        cur.execute("select count(*) from app.grants")
+        return held, cur.fetchone()[0]
+
+
+class Api:
+    def __init__(self, email):
+        self.http = requests.Session()
+        self.http.trust_env = False
+        self.http.verify = CA
+        self.http.headers["Accept-Encoding"] = "identity"
+        r = self.http.post(URL + "/api/v1/auth/login", json={"email": email, "password": "tideway-bench"})
+        r.raise_for_status()
+        self.http.headers["Authorization"] = "Bearer " + r.json()["accessToken"]
+
+    def pull(self, partition, cursor):
+        r = self.http.post(URL + "/api/v1/sync/pull", json={"partitions": {partition: cursor}, "limit": 1000})
+        r.raise_for_status()
+        return r.json()["partitions"][partition]
+
+
+def full_pull(api, partition):
+    cursor, n = None, 0
+    while True:
+        entry = api.pull(partition, cursor)
+        assert entry["status"] == "ok", entry
+        n += len(entry["changes"])
+        cursor = entry["cursor"]
+        if not entry["more"]:
+            return cursor, n
+
+
+def measure(api, partition):
+    times = []
+    for _ in range(PULLS):
+        start = time.perf_counter()
+        cursor, n = full_pull(api, partition)
+        times.append(time.perf_counter() - start)
+    assert n == DOCS, (partition, n)
+    polls = []
+    for _ in range(3):
+        start = time.perf_counter()
+        for _ in range(POLLS):
+            entry = api.pull(partition, cursor)
+            assert entry["status"] == "ok" and not entry["changes"]
+        polls.append((time.perf_counter() - start) / POLLS)
+    return statistics.median(times), statistics.median(polls)
+
+
+def main():
+    key, email, uid, agency, team, total = setup()
+    api = Api(email)
+    print(f"grants table: {total:,} rows; {DOCS:,} documents in each partition; medians of {PULLS} pulls and 3×{POLLS} idle polls")
+    full_pull(api, agency), full_pull(api, team)  # warm up
+    agency_pull, agency_poll = measure(api, agency)
+    rows = [("agency partition", agency_pull, agency_poll, 1)]
+    for n in (1, 1000):
+        held, total = more_grants(key, uid, n) if n > 1 else (1, total)
+        pull, poll = measure(api, team)
+        rows.append((f"team partition, caller holds {held:,} grants", pull, poll, held))
+    print(f"{'':44} {'pull (ms)':>10} {'ratio':>7} {'idle poll (ms)':>15} {'ratio':>7}")
+    for name, pull, poll, _ in rows:
+        print(f"{name:44} {pull * 1000:10.1f} {pull / agency_pull:7.2f} {poll * 1000:15.2f} {poll / agency_poll:7.2f}")
+    print("aim: every team ratio within 1.10 of the agency partition's")
+
+
+if __name__ == "__main__":
+    main()
