@@ -12,11 +12,11 @@ import PackageDescription
 //                    CSRF, tokens, health and metrics)
 //   4 capabilities   Accounts Sync
 //   5 capabilities   Events Blobs Chat Dashboards Administration
-//   6 capabilities   Boardings Patrol EventPublisher Operations Demo
+//   6 capabilities   Boardings Patrol EventPublisher Operations Demo Backup
 //   7 executables    tideway-worker (wiring of every route), tideway (the operator's tool)
 //
 // The worker links no code only the command-line tool uses (Patrol's jobs, the event
-// publisher, migrations, compaction, demo data).
+// publisher, migrations, compaction, demo data, backup and restore).
 let strict: [SwiftSetting] = [.enableUpcomingFeature("ExistentialAny")]
 
 func module(_ name: String, _ dependencies: [Target.Dependency]) -> Target {
@@ -63,6 +63,7 @@ let package = Package(
         module("EventPublisher", ["Events", "Database", "TidewayJSON", "Support", "CCurl"]),
         module("Operations", ["Sync", "Database", "Support"]),
         module("Demo", ["Accounts", "Sync", "Web", "Database", "TidewayJSON", "Support"]),
+        module("Backup", ["Blobs", "Database", "Support", "CSodium"]),
         // 7 executables: the wiring
         .executableTarget(
             name: "tideway-worker",
@@ -71,7 +72,7 @@ let package = Package(
             swiftSettings: strict),
         .executableTarget(
             name: "tideway",
-            dependencies: ["Database", "Support", "Accounts", "Blobs", "Patrol", "EventPublisher", "Operations", "Demo",
+            dependencies: ["Database", "Support", "Accounts", "Blobs", "Patrol", "EventPublisher", "Operations", "Demo", "Backup",
                            .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: strict),
         // Tests mirror Sources/: one test target per target.
@@ -89,6 +90,7 @@ let package = Package(
         .testTarget(name: "BoardingsTests", dependencies: ["Boardings", "TidewayJSON"], swiftSettings: strict),
         .testTarget(name: "PatrolTests", dependencies: ["Patrol"], swiftSettings: strict),
         .testTarget(name: "OperationsTests", dependencies: ["Operations", "Database"], swiftSettings: strict),
+        .testTarget(name: "BackupTests", dependencies: ["Backup"], swiftSettings: strict),
         .testTarget(name: "DemoTests", dependencies: ["Demo", "Support", "TidewayJSON"], swiftSettings: strict),
         // The worker's wiring, driven in process: a table of requests through the whole app.
         .testTarget(name: "WorkerTests", dependencies: ["tideway-worker", "FastCGI", "Support", "TidewayJSON", "Web"],

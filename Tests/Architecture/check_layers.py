@@ -16,11 +16,11 @@ LAYERS = {
     3: {"Web"},
     4: {"Accounts", "Sync"},
     5: {"Events", "Blobs", "Chat", "Dashboards", "Administration"},
-    6: {"Boardings", "Patrol", "EventPublisher", "Operations", "Demo"},
+    6: {"Boardings", "Patrol", "EventPublisher", "Operations", "Demo", "Backup"},
     7: {"tideway-worker", "tideway"},
 }
 # Code only the operator's tool runs: never linked into the worker.
-CLI_ONLY = {"Patrol", "EventPublisher", "Operations", "Demo"}
+CLI_ONLY = {"Patrol", "EventPublisher", "Operations", "Demo", "Backup"}
 
 
 def layer_of(name):
