@@ -51,6 +51,9 @@ front_url=https://localhost:$FRONT_HTTPS_PORT
 # libpq tries both servers and keeps the one that accepts writes: after a promotion the
 # workers find the new primary on their next connection.
 worker_db="host=$db_ip,$db_ip port=5432,5433 dbname=tideway user=tideway_worker target_session_attrs=read-write connect_timeout=3"
+# Pulls read the replica once it has replayed the primary's position (docs/scaling.md); after
+# a promotion it is the primary, which answers them as well.
+replica_db="host=$db_ip port=5433 dbname=tideway user=tideway_worker connect_timeout=2"
 
 say() { printf 'cluster: %s\n' "$*"; }
 die() { printf 'cluster.sh: %s\n' "$*" >&2; exit 1; }
@@ -155,7 +158,7 @@ db_down() {
 node_stack() {
     local n=$1
     shift
-    in_ns "$n" env STATE="$STATE/node-$n" WORKER_DATABASE="$worker_db" LISTEN_ADDRS="${node_ip[$n]}" \
+    in_ns "$n" env STATE="$STATE/node-$n" WORKER_DATABASE="$worker_db" REPLICA_DATABASE="$replica_db" LISTEN_ADDRS="${node_ip[$n]}" \
         HTTPS_PORT=443 HTTP_PORT=80 STACK_URL="https://${node_ip[$n]}" PUBLIC_URL="$front_url" \
         TLS_DIR="$STATE/tls" BLOB_ROOT="$STATE/shared/blobs" NCHAN_REDIS="redis://$db_ip:6379" \
         EVENTS_LEADER=1 TIDEWAY_BIN_DIR="$bin_dir" "$stack" "$@"

@@ -25,6 +25,8 @@
 # stack is the one-machine stack above):
 #   WORKER_DATABASE  conninfo of the workers: the stack then has no PostgreSQL of its
 #                    own and does not migrate (the database host does)
+#   REPLICA_DATABASE the workers' conninfo of a streaming replica that pulls may read
+#                    (TIDEWAY_REPLICA_DATABASE; none by default)
 #   LISTEN_ADDRS     nginx's addresses (default 127.0.0.1 and ::1)
 #   STACK_URL        where `up` checks /healthz (https://localhost:$HTTPS_PORT)
 #   PUBLIC_URL       the workers' TIDEWAY_PUBLIC_URL ($STACK_URL)
@@ -191,6 +193,7 @@ workers_up() {
         say "starting worker $i"
         # setsid: the supervisor outlives this script and ignores its terminal.
         TIDEWAY_SOCKET=$run/worker-$i.sock TIDEWAY_DATABASE=$worker_db TIDEWAY_THREADS=$THREADS \
+            TIDEWAY_REPLICA_DATABASE=${REPLICA_DATABASE:-} \
             TIDEWAY_HOME=$repo TIDEWAY_BLOB_ROOT=$blobs TIDEWAY_PUBLIC_URL=$public_url TIDEWAY_STATE=$STATE \
             setsid "$repo/Deploy/dev/supervise.sh" "$run/worker-$i.pid" "$logs/worker-$i.log" "$WORKER" \
             </dev/null >>"$logs/worker-$i.log" 2>&1 &

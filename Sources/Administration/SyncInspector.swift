@@ -78,6 +78,17 @@ enum SyncInspector {
         let asked: Bool
         let answers: [AnswerRow]
         let problem: String?
+        /// Where this worker process's pulls were answered (issue 19's replica reads).
+        let reads: String
+    }
+
+    static func readsText(_ replica: ReplicaReads?) -> String {
+        guard let figures = replica?.figures else {
+            return "No replica is configured: the primary answers every pull."
+        }
+        return "This worker process answered \(figures.servedByReplica) pulls from the replica, "
+            + "\(figures.lagging) from the primary because the replica lagged, \(figures.unavailable) because it failed or "
+            + "was unreachable. At the last pull that asked, the replica was \(Int(figures.behindBytes)) bytes of WAL behind."
     }
 
     static func show(_ context: RequestContext) throws -> HTTPResponse {
@@ -120,7 +131,8 @@ enum SyncInspector {
             return Pages.html(context, "admin/sync", View(
                 chrome: Pages.Chrome(title: "Sync inspector", caller: caller),
                 devices: devices, rejections: rejections,
-                askedUser: askedUser, askedDoc: askedDoc, asked: asked, answers: answers, problem: problem))
+                askedUser: askedUser, askedDoc: askedDoc, asked: asked, answers: answers, problem: problem,
+                reads: readsText(context.app.replica)))
         }
     }
 }

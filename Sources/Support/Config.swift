@@ -16,6 +16,11 @@ public struct Config: Sendable {
     public var refreshTokenSeconds = 30 * 24 * 3600
     public var sessionSeconds = 12 * 3600
     public var limits = Limits()
+    /// A streaming replica for pulls (TIDEWAY_REPLICA_DATABASE, the worker role's conninfo
+    /// there); nil: every query goes to `database`.
+    public var replicaDatabase: String?
+    /// How long a pull waits for a lagging replica before the primary answers it instead.
+    public var replicaWaitSeconds = 0.1
 
     public struct Limits: Sendable {
         public init() {}
@@ -49,6 +54,8 @@ public struct Config: Sendable {
         blobRoot = environment["TIDEWAY_BLOB_ROOT"] ?? (home + "/.state/dev/blobs")
         publicURL = environment["TIDEWAY_PUBLIC_URL"] ?? "https://localhost:8443"
         registration = environment["TIDEWAY_REGISTRATION"] == "on"
+        replicaDatabase = environment["TIDEWAY_REPLICA_DATABASE"].flatMap { $0.isEmpty ? nil : $0 }
+        if let value = environment["TIDEWAY_REPLICA_WAIT_MS"].flatMap(Double.init) { replicaWaitSeconds = value / 1000 }
         if let value = environment["TIDEWAY_MAX_BODY_BYTES"].flatMap(Int.init) { limits.bodyBytes = value }
         if let value = environment["TIDEWAY_LOGIN_FREE_FAILURES"].flatMap(Int.init) { limits.loginFreeFailures = value }
         if let value = environment["TIDEWAY_LOGIN_FAILURES_PER_ACCOUNT"].flatMap(Int.init) { limits.loginFailuresPerAccount = value }

@@ -12,7 +12,10 @@ import Web
 /// 2. the idle check (`unchanged`): one statement with no BEGIN/COMMIT, only when every
 ///    cursor stands at its partition's end (most polls: the measured fast path);
 /// 3. the snapshot (`run`): one REPEATABLE READ read-only transaction for every partition,
-///    sent with its COMMIT in one round trip; its opening authenticates the token;
+///    sent with its COMMIT in one round trip; its opening authenticates the token. With a
+///    replica (TIDEWAY_REPLICA_DATABASE) it runs there once the replica has replayed the
+///    primary's position read in step 2 (or by one more statement when step 2 did not
+///    run), else on the primary (`ReplicaReads`);
 /// 4. the device record (`DevicePulls.record`): its own write, only for pulls that name
 ///    their device, and only when the positions moved or a minute has passed.
 /// A long poll repeats 1–3 after each wake-up. Each step authenticates on its own because
@@ -29,7 +32,8 @@ enum PullRoute {
             let seen = hub.generation
             // Before the snapshot, so that the caller's own document already says On-Line.
             service.presence.touch(context)
-            let answer = try unchanged(request, context: context) ?? run(request, context: context)
+            let idle = try unchanged(request, context: context)
+            let answer = try idle.answer ?? run(request, context: context, primaryLSN: idle.lsn ?? context.primaryPosition())
             if answer.changed || request.wait == 0 || Date() >= deadline {
                 return respond(answer, request, context, service)
             }
@@ -49,35 +53,40 @@ enum PullRoute {
     }
 
     /// When every cursor stands after its partition's last change, one statement can tell
-    /// whether anything changed (app.unchanged); nil when the full pull must run.
-    static func unchanged(_ request: PullRequest, context: RequestContext) throws -> Answer? {
-        guard let token = context.bearerToken, !request.partitions.isEmpty else { return nil }
+    /// whether anything changed (app.unchanged); no answer when the full pull must run. With
+    /// a replica, the same statement reads the primary's WAL position, which the replica
+    /// must have replayed before it may answer the full pull.
+    static func unchanged(_ request: PullRequest, context: RequestContext) throws -> (answer: Answer?, lsn: String?) {
+        guard let token = context.bearerToken, !request.partitions.isEmpty else { return (nil, nil) }
         var names: [String] = [], seqs: [String] = [], horizons: [String] = []
         for entry in request.partitions {
-            guard case .from(_, let cursor) = entry.start, cursor.collection == "~", cursor != .start else { return nil }
+            guard case .from(_, let cursor) = entry.start, cursor.collection == "~", cursor != .start else { return (nil, nil) }
             names.append(entry.name)
             seqs.append(String(cursor.seq))
             horizons.append(String(cursor.horizon))
         }
         // One statement, its own transaction (no BEGIN/COMMIT around it: a third of the
         // database's work per idle poll); app.unchanged checks the token first, and only reads.
-        let same = try context.app.database.withConnection { connection in
-            try connection.execute("select app.unchanged(\(Tokens.hash(token)), \(names)::text[], \(seqs)::bigint[], \(horizons)::bigint[]) as same")
-                .first?.bool("same") == true
+        let position: SQL = context.app.replica == nil ? "null" : "pg_current_wal_lsn()::text"
+        let row = try context.app.database.withConnection { connection in
+            try connection.execute("""
+                select app.unchanged(\(Tokens.hash(token)), \(names)::text[], \(seqs)::bigint[], \(horizons)::bigint[]) as same,
+                       \(position) as lsn
+                """).first
         }
-        guard same else { return nil }
+        guard try row?.decode("same", as: Bool.self) == true else { return (nil, try row?.decodeIfPresent("lsn", as: String.self)) }
         let key = context.app.secrets.cursorKey
         var positions: [String: Int64] = [:]
         var text = "{\"partitions\":{"
         for (index, entry) in request.partitions.enumerated() {
-            guard case .from(_, let cursor) = entry.start else { return nil }
+            guard case .from(_, let cursor) = entry.start else { return (nil, nil) }
             if index > 0 { text += "," }
             positions[entry.name] = cursor.seq
             text += JSON.string(entry.name).serialized() + #":{"status":"ok","cursor":"#
             text += JSON.string(cursor.encode(partition: entry.name, key: key)).serialized()
             text += #","more":false,"changes":[]}"#
         }
-        return Answer(text: text + "}}", changed: false, positions: positions)
+        return (Answer(text: text + "}}", changed: false, positions: positions), nil)
     }
 
     struct Answer {
@@ -88,14 +97,16 @@ enum PullRoute {
         var positions: [String: Int64] = [:]
     }
 
-    static func run(_ request: PullRequest, context: RequestContext) throws -> Answer {
+    /// `primaryLSN`: where the primary stood when the pull began; a replica answers only once
+    /// it has replayed that far (nil: the primary answers).
+    static func run(_ request: PullRequest, context: RequestContext, primaryLSN: String?) throws -> Answer {
         let key = context.app.secrets.cursorKey
         let readable = request.partitions.compactMap { entry -> (String, Partition, Cursor)? in
             if case .from(let partition, let cursor) = entry.start { return (entry.name, partition, cursor) }
             return nil
         }
         // The statuses, then one page per readable partition, in their order: one round trip.
-        let (statusRows, pages) = try context.asAPICaller(snapshot: true) { tx, _ -> ([Row], ArraySlice<QueryResult>) in
+        let (statusRows, pages) = try context.asAPICallerReading(replicaAfter: primaryLSN, snapshot: true) { tx, _ -> ([Row], ArraySlice<QueryResult>) in
             let statements = [PullQuery.statuses(readable.map(\.0))]
                 + readable.map { PullQuery.changes(of: $0.1, after: $0.2, limit: request.limit) }
             let results = try tx.queries(statements, thenCommit: true)

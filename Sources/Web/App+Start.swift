@@ -20,6 +20,9 @@ extension App {
                 usleep(500_000)
             }
         }
-        return App(config: config, database: pool, templates: templates, secrets: secrets!, routes: routes)
+        let replica = config.replicaDatabase.map {
+            ReplicaReads(conninfo: $0, capacity: config.threads, wait: config.replicaWaitSeconds)
+        }
+        return App(config: config, database: pool, templates: templates, secrets: secrets!, replica: replica, routes: routes)
     }
 }

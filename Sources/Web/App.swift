@@ -13,14 +13,17 @@ public final class App: Sendable {
     public let templates: Templates
     public let secrets: Secrets
     public let metrics = Metrics()
+    /// The streaming replica pulls may read; nil without TIDEWAY_REPLICA_DATABASE.
+    public let replica: ReplicaReads?
     private let router: Router
 
     public init(config: Config, database: ConnectionPool, templates: Templates, secrets: Secrets,
-                routes: (inout Router) -> Void) {
+                replica: ReplicaReads? = nil, routes: (inout Router) -> Void) {
         self.config = config
         self.database = database
         self.templates = templates
         self.secrets = secrets
+        self.replica = replica
         var router = Router()
         routes(&router)
         self.router = router

@@ -98,6 +98,31 @@ public final class RequestContext {
         return try asCaller(token: token, readOnly: readOnly, snapshot: snapshot, body)
     }
 
+    /// Read-only work of the API caller that a replica may answer: there once it has
+    /// replayed `primaryLSN` (the primary's WAL position when this request began; see
+    /// `ReplicaReads`), else on the primary. Without a replica or a position: the primary.
+    public func asAPICallerReading<T>(replicaAfter primaryLSN: String?, snapshot: Bool = false,
+                                      _ body: (Transaction, CallerInfo) throws -> T) throws -> T {
+        if let primaryLSN, let replica = app.replica, let token = bearerToken,
+           let answer = replica.read(after: primaryLSN, { connection in
+               try connection.transaction(readOnly: true, snapshot: snapshot,
+                                          opening: [Tokens.authenticate(token: token, kind: .access)]) { tx in
+                   try body(tx, CallerInfo(lazy: tx))
+               }
+           }) {
+            return answer
+        }
+        return try asAPICaller(readOnly: true, snapshot: snapshot, body)
+    }
+
+    /// The primary's WAL position now, for `asAPICallerReading`; nil without a replica.
+    public func primaryPosition() throws -> String? {
+        guard app.replica != nil else { return nil }
+        return try app.database.withConnection { connection in
+            try connection.execute("select pg_current_wal_lsn()::text as lsn").first?.decodeIfPresent("lsn", as: String.self)
+        }
+    }
+
     /// The API caller's claims without reading who they are: for handlers that need no
     /// `CallerInfo`. BEGIN and app.authenticate then really ride with the body's first
     /// query (building a `CallerInfo` has to send them first, a round trip of its own);

@@ -132,6 +132,87 @@ def test_the_replica_streams_from_the_primary_through_its_slot():
         time.sleep(0.05)
 
 
+def replica_transactions():
+    return sql(REPLICA_DB, "select xact_commit from pg_stat_database where datname = 'tideway'")[0][0]
+
+
+def test_pulls_are_answered_by_the_replica():
+    """Full pulls (not the one-statement idle check) run on the replica once it has replayed
+    the primary's position: its own transaction counter moves while they run."""
+    token = login(FRONT, "gabon.officer1@demo.tideway")
+    s = session()
+    before = replica_transactions()
+    for _ in range(20):
+        r = s.post(f"{FRONT}/api/v1/sync/pull", headers={"Authorization": f"Bearer {token}"}, timeout=30,
+                   json={"partitions": {"agency=Gabon": None}, "limit": 5})
+        assert r.status_code == 200 and r.json()["partitions"]["agency=Gabon"]["status"] == "ok", r.text
+    # The workers' own count: some worker process says it answered pulls from the replica.
+    admin, served = login(FRONT, "admin@demo.tideway"), 0
+    for base in list(NODES.values()) * 8:
+        m = s.get(f"{base}/metrics", headers={"Authorization": f"Bearer {admin}"}, timeout=30)
+        assert m.status_code == 200, m.text
+        for line in m.text.splitlines():
+            if line.startswith('tideway_replica_reads_total{served_by="replica"}'):
+                served = max(served, int(line.split()[-1]))
+    assert served > 0, "no worker answered a pull from the replica"
+    # And the replica's own counter: each pull there is a check and a transaction (two),
+    # counted within PostgreSQL's statistics flush interval (up to 10 s when idle).
+    deadline = time.monotonic() + 25
+    while replica_transactions() < before + 40:
+        assert time.monotonic() < deadline, f"the replica ran {replica_transactions() - before} transactions for 20 pulls"
+        time.sleep(0.5)
+
+
+def pull_all(s, token, partition, cursor):
+    """Pages until `more` is false: the changes (collection, id) in order, and the last cursor."""
+    seen = []
+    while True:
+        r = s.post(f"{FRONT}/api/v1/sync/pull", headers={"Authorization": f"Bearer {token}"}, timeout=30,
+                   json={"partitions": {partition: cursor}, "limit": 200})
+        assert r.status_code == 200, r.text
+        part = r.json()["partitions"][partition]
+        assert part["status"] == "ok", part
+        seen += [(c["collection"], c["id"]) for c in part["changes"]]
+        cursor = part["cursor"]
+        if not part["more"]:
+            return seen, cursor
+
+
+def test_a_lagging_replica_never_hides_a_clients_own_push_nor_moves_its_cursor_back():
+    """Replay paused on purpose: the replica falls behind, and every pull that follows a push
+    still shows that push (the primary answers once the replica has not caught up within
+    TIDEWAY_REPLICA_WAIT_MS). No pull returns a change the client already had (a cursor gone
+    back would). After replay resumes, the replica answers again and nothing was lost."""
+    token = login(FRONT, "gabon.officer2@demo.tideway")
+    s, client = session(), uuid.uuid4().hex
+    _, cursor = pull_all(s, token, "agency=Gabon", None)
+    had = set()
+    sql(REPLICA_DB, "select pg_wal_replay_pause()")
+    try:
+        pushed = []
+        for i in range(6):
+            doc_id = f"lag-{uuid.uuid4().hex}"
+            r = s.post(f"{FRONT}/api/v1/sync/push", headers={"Authorization": f"Bearer {token}"}, timeout=30,
+                       json={"clientId": client, "changes": [report(doc_id, "agency=Gabon", f"lag{i}")]})
+            assert r.status_code == 200 and r.json()["results"][0]["status"] == "applied", r.text
+            pushed.append(doc_id)
+            seen, cursor = pull_all(s, token, "agency=Gabon", cursor)
+            assert ("reports", doc_id) in seen, f"push {i} not in the next pull"
+            assert not had & set(seen), "a pull repeated changes: its cursor went back"
+            had |= set(seen)
+        behind = sql(PRIMARY_DB, """select pg_wal_lsn_diff(pg_current_wal_lsn(), replay_lsn) from pg_stat_replication""")
+        assert behind and behind[0][0] > 0, "the replica was not behind: the test proved nothing"
+        assert not sql(REPLICA_DB, "select 1 from sync.reports where id = any(%s)", pushed), "replay was not paused"
+    finally:
+        sql(REPLICA_DB, "select pg_wal_replay_resume()")
+    deadline = time.monotonic() + 20
+    while len(sql(REPLICA_DB, "select 1 from sync.reports where id = any(%s)", pushed)) != len(pushed):
+        assert time.monotonic() < deadline, "the replica did not catch up within 20 s"
+        time.sleep(0.1)
+    seen, _ = pull_all(s, token, "agency=Gabon", None)
+    assert {("reports", d) for d in pushed} <= set(seen)
+
+
 def test_one_event_publisher_leads_and_the_other_waits():
     leader = wait_for_leader()
     assert leader in ("a", "b")
@@ -230,9 +311,9 @@ def test_stream_counts_and_presence_count_streams_on_both_nodes():
 
 
 def test_the_replica_stops_clients_see_nothing_and_it_catches_up_from_its_slot():
-    """Replication is asynchronous and nothing reads from the replica yet (Deploy/README.md):
-    with the replica stopped, pushes and pulls through the front go on without an error;
-    the slot keeps the WAL, and the restarted replica replays what it missed."""
+    """With the replica stopped, pushes and pulls through the front go on without an error
+    (pulls fall back to the primary); the slot keeps the WAL, and the restarted replica
+    replays what it missed."""
     cluster("replica-stop")
     try:
         token = login(FRONT, "gabon.officer2@demo.tideway")
