@@ -37,7 +37,6 @@ public struct BackupRun {
         if let existing = try? fm.contentsOfDirectory(atPath: folder), !existing.isEmpty {
             throw Files.Failure("\(folder) is not empty: back up into a new folder")
         }
-        try Files.makeFolders(folder)
         var seconds: [String: Double] = [:]
 
         // Held until the blobs are copied: the sweep removes nothing meanwhile.
@@ -45,6 +44,7 @@ public struct BackupRun {
         guard try guardConnection.execute(Self.lockSQL).first?.bool("locked") == true else {
             throw Files.Failure("another backup is running")
         }
+        try Files.makeFolders(folder)
 
         var step = ContinuousClock.now
         try tools.run("pg_dumpall", ["--roles-only", "--dbname=\(conninfo)", "--file=\(folder)/\(Manifest.rolesFile)"])

@@ -189,9 +189,11 @@ def test_the_sweep_removes_no_blob_while_a_backup_runs():
             cur.execute("select pg_advisory_lock(hashtextextended('tideway-backup', 0))")
         assert tideway("sweep-blobs").returncode == 0
         assert os.path.exists(path)
-        # And a second backup waits for none: it says another one runs.
-        out, _ = run_tool("backup", os.path.join(STATE, f"backup-{uuid.uuid4().hex}"), check=False)
+        # And a second backup waits for none: it says another one runs, and writes nothing.
+        folder = os.path.join(STATE, f"backup-{uuid.uuid4().hex}")
+        out, _ = run_tool("backup", folder, check=False)
         assert out.returncode != 0 and "another backup is running" in out.stderr + out.stdout
+        assert not os.path.exists(folder)
     finally:
         conn.close()
     assert tideway("sweep-blobs").returncode == 0
