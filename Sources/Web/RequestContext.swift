@@ -107,7 +107,8 @@ public final class RequestContext {
            let answer = replica.read(after: primaryLSN, { connection in
                try connection.transaction(readOnly: true, snapshot: snapshot,
                                           opening: [Tokens.authenticate(token: token, kind: .access)]) { tx in
-                   try body(tx, CallerInfo(lazy: tx))
+                   defer { noteCaller(of: tx) }
+                   return try body(tx, CallerInfo(lazy: tx))
                }
            }) {
             return answer
