@@ -12,7 +12,7 @@ import PackageDescription
 //                    CSRF, tokens, health and metrics)
 //   4 capabilities   Accounts Sync
 //   5 capabilities   Events Blobs Chat Dashboards Administration Teams
-//   6 capabilities   Boardings Patrol EventPublisher Operations Demo TidewayImport
+//   6 capabilities   Boardings Patrol EventPublisher Operations Demo TidewayImport Backup
 //   7 executables    tideway-worker (wiring of every route), tideway (the operator's tool)
 //
 // The client stack (what an app links, issue 16) is separate: it depends on no server target.
@@ -21,7 +21,7 @@ import PackageDescription
 //   7 tideway-device a device on the library, for tests, demos and load
 //
 // The worker links no code only the command-line tool uses (Patrol's jobs, the event
-// publisher, migrations, compaction, demo data).
+// publisher, migrations, compaction, demo data, backup and restore).
 let strict: [SwiftSetting] = [.enableUpcomingFeature("ExistentialAny")]
 
 func module(_ name: String, _ dependencies: [Target.Dependency]) -> Target {
@@ -77,6 +77,7 @@ let package = Package(
         // `tideway import` (issue 18): Atlas exports (BSON, Extended JSON) through the write path.
         module("TidewayImport", ["Administration", "Accounts", "Sync", "Schema", "Mail", "Web", "Database", "TidewayJSON",
                                  "Support", "CZlib"]),
+        module("Backup", ["Blobs", "Database", "Support", "CSodium"]),
         // 7 executables: the wiring
         .executableTarget(
             name: "tideway-worker",
@@ -86,7 +87,7 @@ let package = Package(
         .executableTarget(
             name: "tideway",
             dependencies: ["Database", "Support", "Accounts", "Blobs", "Patrol", "EventPublisher", "Operations", "Demo",
-                           "TidewayImport", "Mail", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+                           "TidewayImport", "Mail", "Backup", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: strict),
         // The client stack: no server target below it.
         module("TidewayModels", []),
@@ -110,6 +111,7 @@ let package = Package(
         .testTarget(name: "BoardingsTests", dependencies: ["Boardings", "TidewayJSON"], swiftSettings: strict),
         .testTarget(name: "PatrolTests", dependencies: ["Patrol"], swiftSettings: strict),
         .testTarget(name: "OperationsTests", dependencies: ["Operations", "Database"], swiftSettings: strict),
+        .testTarget(name: "BackupTests", dependencies: ["Backup"], swiftSettings: strict),
         .testTarget(name: "DemoTests", dependencies: ["Demo", "Support", "TidewayJSON"], swiftSettings: strict),
         .testTarget(name: "TidewayImportTests", dependencies: ["TidewayImport", "TidewayJSON"], swiftSettings: strict),
         .testTarget(name: "TidewayClientTests", dependencies: ["TidewayClient", "TidewayModels"], swiftSettings: strict),

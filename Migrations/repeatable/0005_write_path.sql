@@ -27,7 +27,10 @@ language sql as $$
 $$;
 
 -- An insert of an id that exists in its partition is an UPDATE first, so that it needs only
--- the update right (a user's own `users` document may be updated, never inserted). A
+-- the update right (a user's own `users` document may be updated, never inserted). An id
+-- held by another partition's document is refused: `invalid` (a document cannot move) when
+-- the caller can read that document, else the `forbidden` of any refused insert, which
+-- tells nothing of a document the caller cannot see (issue 20, defect 9). A
 -- users-document write carries the conversation intents of chat (repeatable/0011), undone with the
 -- change when it is rejected.
 --
@@ -56,6 +59,8 @@ declare
                      where t.partition = excluded.partition
                     returning version into new_version;
                     moved := new_version is null;
+                    -- Whose id it is, only when the caller may see that document (below).
+                    hidden := moved and not exists (select from sync.%2$I where id = doc_id);
                 end if;
             else
                 update sync.%2$I
@@ -78,6 +83,7 @@ declare
     outcome jsonb;
     intent jsonb;
     moved boolean := false;
+    hidden boolean := false;
     stored jsonb := case when op = 'delete' then null else new_doc end;
 begin
     if app.document_table(collection) is null then
@@ -97,7 +103,13 @@ begin
         end if;
         case collection
 @branches@        end case;
-        if moved then
+        if hidden then
+            -- The id is taken by a document the caller cannot see: the answer of any insert
+            -- into a partition the caller may not write, so that it tells nothing of that
+            -- document (not even that it exists elsewhere).
+            outcome := jsonb_build_object('status', 'rejected', 'error',
+                jsonb_build_object('code', 'forbidden', 'message', 'no write right on this partition'));
+        elsif moved then
             outcome := jsonb_build_object('status', 'rejected', 'error',
                 jsonb_build_object('code', 'invalid', 'message', 'a document cannot move to another partition'));
         elsif new_version is null then

@@ -42,6 +42,8 @@ enum SignIn {
             }
             throw AppError(.unauthenticated, "wrong email or password")
         }
+        context.loggedUserID = userID
+        if !device.isEmpty { context.loggedDevice = device }
         let first = tokens[0]
         let second = tokens.count > 1 ? tokens[1] : nil
         return try context.anonymous { tx in

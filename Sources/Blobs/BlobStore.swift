@@ -141,8 +141,9 @@ public struct BlobStore: Sendable {
     }
 
     /// Prefixes of every temp file the server makes in `tmp/`: uploads being received
-    /// (`upload-`) and the job runner's thumbnails (`thumb-`, Thumbnailer).
-    public static let tempPrefixes = ["upload-", "thumb-"]
+    /// (`upload-`), the job runner's thumbnails (`thumb-`, Thumbnailer) and blobs being
+    /// restored (`restore-`, `tideway restore`).
+    public static let tempPrefixes = ["upload-", "thumb-", "restore-"]
 
     /// Temp files older than `seconds` (left by crashed uploads or a killed job runner),
     /// removed; answers how many.

@@ -113,9 +113,13 @@ public final class FastCGIServer: Sendable {
         if let problem = response.unsafeHeader() {
             // Never sent: a 500 in its place, and a line in the log (without the value).
             Self.logError("refused to send a response: \(problem)", requestID: params["REQUEST_ID"] ?? "")
+            // nginx's request ids are hex; any other id is left out rather than escaped.
+            let requestID = params["REQUEST_ID"] ?? ""
+            let idField = !requestID.isEmpty && requestID.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) })
+                ? #","requestId":"\#(requestID)""# : ""
             response = (params["DOCUMENT_URI"] ?? "").hasPrefix("/api/")
                 ? HTTPResponse(status: 500, contentType: "application/json",
-                               text: #"{"error":{"code":"internal_error","message":"internal error"}}"# + "\n")
+                               text: #"{"error":{"code":"internal_error","message":"internal error"\#(idField)}}"# + "\n")
                 : HTTPResponse(status: 500, contentType: "text/plain; charset=utf-8", text: "Internal error\n")
         }
         let writer = StreamWriter(stream: tw_fcgx_out(raw))

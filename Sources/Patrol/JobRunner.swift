@@ -187,11 +187,11 @@ public enum BlobSweep {
         var result = Result()
         for sha in store.allBlobs() {
             // Under the blob's lock: an upload naming it either committed before (kept) or
-            // places its file again after.
+            // places its file again after. Nothing goes while a backup runs (0085_backup.sql).
             let removed = try connection.transaction { tx -> Bool in
-                let (_, used) = try tx.run(Statement.effect("select app.lock_blob(\(sha))"),
-                                           Statement.value("select app.blob_in_use(\(sha)) as used", "used", as: Bool.self))
-                guard used == false else { return false }
+                let (_, removable) = try tx.run(Statement.effect("select app.lock_blob(\(sha))"),
+                                                Statement.value("select app.blob_removable(\(sha)) as removable", "removable", as: Bool.self))
+                guard removable == true else { return false }
                 return store.remove(sha: sha)
             }
             if removed { result.removed += 1 } else { result.kept += 1 }

@@ -7,6 +7,14 @@ public enum Log {
     public static func warning(_ message: String, requestID: String = "") { emit("warning", message, requestID) }
     public static func error(_ message: String, requestID: String = "") { emit("error", message, requestID) }
 
+    /// One line written as given (a JSON object: the request log of `App.handle`).
+    public static func line(_ text: String) {
+        let line = text + "\n"
+        line.utf8CString.withUnsafeBufferPointer { buffer in
+            _ = Foundation.write(2, buffer.baseAddress, buffer.count - 1)
+        }
+    }
+
     private static func emit(_ level: String, _ message: String, _ requestID: String) {
         let stamp = Date().formatted(.iso8601)
         let rid = requestID.isEmpty ? "" : " request=\(requestID)"

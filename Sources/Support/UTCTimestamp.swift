@@ -18,6 +18,14 @@ package enum UTCTimestamp {
         string(epochSeconds: epochSeconds(date))
     }
 
+    /// With milliseconds (`2024-03-05T14:22:10.042Z`), for log lines.
+    package static func millisecondString(_ date: Date) -> String {
+        let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+        let seconds = milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000
+        let fraction = milliseconds - seconds * 1000
+        return String(string(epochSeconds: seconds).dropLast()) + "." + pad(fraction, 3) + "Z"
+    }
+
     package static func epochSeconds(_ date: Date) -> Int64 {
         Int64(date.timeIntervalSince1970.rounded(.down))
     }

@@ -24,6 +24,7 @@ enum PullRoute {
     static func pull(_ context: RequestContext, _ service: SyncService) throws -> HTTPResponse {
         let body = try context.jsonObject(allowing: ["partitions", "limit", "wait", "clientId"])
         let request = try PullRequest(body, key: context.app.secrets.cursorKey, maxLimit: context.app.config.limits.changesPerPull)
+        context.loggedClientID = request.clientID
         let hub = service.changes
         let deadline = Date().addingTimeInterval(request.wait)
         while true {

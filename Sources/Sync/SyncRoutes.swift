@@ -45,6 +45,7 @@ enum PushRoute {
         guard let clientID = body["clientId"]?.stringValue, !clientID.isEmpty, clientID.utf8.count <= 200 else {
             throw AppError.badRequest("clientId must be a string of 1–200 bytes")
         }
+        context.loggedClientID = clientID
         guard case .array(let raw)? = body["changes"] else { throw AppError.badRequest("changes must be an array") }
         let limits = context.app.config.limits
         guard raw.count <= limits.changesPerPush else {

@@ -34,27 +34,33 @@ public final class App: Sendable {
     public func handle(_ request: HTTPRequest) -> HTTPResponse {
         let started = DispatchTime.now()
         var response: HTTPResponse
+        let context: RequestContext
         switch router.match(method: request.method, path: request.path) {
-        case .found(let handler, let params):
-            let context = RequestContext(request: request, app: self, params: params)
+        case .found(let handler, let params, let pattern):
+            context = RequestContext(request: request, app: self, params: params, route: pattern)
             do {
                 response = try handler(context)
             } catch {
                 response = errorResponse(AppError.from(error, requestID: request.requestID), for: context)
             }
         case .wrongMethod(let allowed):
+            context = RequestContext(request: request, app: self, params: [:])
             var error = AppError(.methodNotAllowed, "method \(request.method) not allowed here")
             error.allow = allowed
-            response = errorResponse(error, for: RequestContext(request: request, app: self, params: [:]))
+            response = errorResponse(error, for: context)
         case .none:
-            response = errorResponse(.notFound("no such path"), for: RequestContext(request: request, app: self, params: [:]))
+            context = RequestContext(request: request, app: self, params: [:])
+            response = errorResponse(.notFound("no such path"), for: context)
         }
         if request.method == "HEAD" { response.body = .bytes([]) }
         metrics.record(status: response.status, since: started)
+        RequestLog.write(context, status: response.status, since: started)
         return response
     }
 
     func errorResponse(_ error: AppError, for context: RequestContext) -> HTTPResponse {
+        var error = error
+        error.requestID = context.requestID
         if context.isAPI { return error.jsonResponse }
         return Pages.error(error, context: context)
     }

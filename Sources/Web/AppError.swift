@@ -47,6 +47,10 @@ public struct AppError: Error, Sendable, Equatable {
     public var path: String?
     public var retryAfter: Int?
     public var allow: [String] = []
+    /// nginx's `$request_id` of the request answered (the request log's `requestId` and the
+    /// `X-Request-Id` header), set by `App` when it answers: a person reporting an error can
+    /// quote it, and the operator finds the request's log lines with it.
+    public var requestID: String?
 
     public init(_ code: Code, _ message: String, path: String? = nil, retryAfter: Int? = nil) {
         self.code = code
@@ -63,10 +67,11 @@ public struct AppError: Error, Sendable, Equatable {
     public static func invalid(_ message: String, path: String? = nil) -> AppError { AppError(.invalid, message, path: path) }
     public static let unauthenticated = AppError(.unauthenticated, "sign in required")
 
-    /// The error's JSON, as in the contract: `{"error": {"code", "message", "path"?}}`.
+    /// The error's JSON, as in the contract: `{"error": {"code", "message", "path"?, "requestId"?}}`.
     public var json: JSON {
         var fields: [String: JSON] = ["code": .string(code.rawValue), "message": .string(message)]
         if let path { fields["path"] = .string(path) }
+        if let requestID, !requestID.isEmpty { fields["requestId"] = .string(requestID) }
         return ["error": .object(fields)]
     }
 }

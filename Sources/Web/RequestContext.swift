@@ -8,11 +8,22 @@ public final class RequestContext {
     public let request: HTTPRequest
     public let app: App
     public let params: [String: String]
+    /// The matched route's pattern (`/boardings/:id`), nil when no route matched.
+    public let route: String?
 
-    init(request: HTTPRequest, app: App, params: [String: String]) {
+    /// Who made the request, for its log line (`App.handle`, `RequestLog`): the user is noted
+    /// by the transaction helpers below once app.authenticate has answered (and by sign-in),
+    /// the device by the handlers that are told one (push and pull's `clientId`, sign-in's
+    /// `device`). Never a token, a password or a document.
+    public var loggedUserID: String?
+    public var loggedClientID: String?
+    public var loggedDevice: String?
+
+    init(request: HTTPRequest, app: App, params: [String: String], route: String? = nil) {
         self.request = request
         self.app = app
         self.params = params
+        self.route = route
     }
 
     public var requestID: String { request.requestID }
@@ -73,7 +84,8 @@ public final class RequestContext {
         try app.database.withConnection { connection in
             try withRetry {
                 try connection.transaction(readOnly: readOnly, snapshot: snapshot, opening: [Tokens.authenticate(token: token, kind: kind)]) { tx in
-                    try body(tx, CallerInfo(lazy: tx))
+                    defer { noteCaller(of: tx) }
+                    return try body(tx, CallerInfo(lazy: tx))
                 }
             }
         }
@@ -95,7 +107,8 @@ public final class RequestContext {
            let answer = replica.read(after: primaryLSN, { connection in
                try connection.transaction(readOnly: true, snapshot: snapshot,
                                           opening: [Tokens.authenticate(token: token, kind: .access)]) { tx in
-                   try body(tx, CallerInfo(lazy: tx))
+                   defer { noteCaller(of: tx) }
+                   return try body(tx, CallerInfo(lazy: tx))
                }
            }) {
             return answer
@@ -119,9 +132,18 @@ public final class RequestContext {
         guard let token = bearerToken else { throw AppError.unauthenticated }
         return try app.database.withConnection { connection in
             try withRetry {
-                try connection.transaction(readOnly: readOnly, opening: [Tokens.authenticate(token: token, kind: .access)], body)
+                try connection.transaction(readOnly: readOnly, opening: [Tokens.authenticate(token: token, kind: .access)]) { tx in
+                    defer { noteCaller(of: tx) }
+                    return try body(tx)
+                }
             }
         }
+    }
+
+    /// The caller app.authenticate found, for the log line, if its answer has come (it is
+    /// never asked for only for this).
+    private func noteCaller(of tx: Transaction) {
+        if loggedUserID == nil, let id = tx.openingResults.last?.first?["user_id"], !id.isEmpty { loggedUserID = id }
     }
 
     /// A transaction with no caller (sign-in, health): sees nothing the policies guard.

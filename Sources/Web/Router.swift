@@ -7,6 +7,7 @@ public struct Router: Sendable {
 
     struct Route: Sendable {
         let method: String
+        let pattern: String
         let segments: [Substring]
         let handler: Handler
     }
@@ -16,7 +17,7 @@ public struct Router: Sendable {
     public init() {}
 
     public mutating func add(_ method: String, _ pattern: String, _ handler: @escaping Handler) {
-        routes.append(Route(method: method, segments: pattern.split(separator: "/"), handler: handler))
+        routes.append(Route(method: method, pattern: pattern, segments: pattern.split(separator: "/"), handler: handler))
     }
 
     public mutating func get(_ pattern: String, _ handler: @escaping Handler) { add("GET", pattern, handler) }
@@ -24,7 +25,8 @@ public struct Router: Sendable {
     public mutating func put(_ pattern: String, _ handler: @escaping Handler) { add("PUT", pattern, handler) }
 
     public enum Match {
-        case found(Handler, [String: String])
+        /// The handler, the path's parameters, and the route's pattern (for the request log).
+        case found(Handler, [String: String], pattern: String)
         case wrongMethod(allowed: [String])
         case none
     }
@@ -35,7 +37,7 @@ public struct Router: Sendable {
         for route in routes {
             guard let params = Self.bind(route.segments, to: parts) else { continue }
             if route.method == method || (method == "HEAD" && route.method == "GET") {
-                return .found(route.handler, params)
+                return .found(route.handler, params, pattern: route.pattern)
             }
             allowed.append(route.method)
         }

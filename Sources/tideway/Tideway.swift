@@ -16,7 +16,8 @@ struct Tideway: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tideway",
         abstract: "Tideway's command-line tool.",
-        subcommands: [Migrate.self, CreateUser.self, SeedDemo.self, Events.self, Compact.self, Jobs.self, VerifyHistory.self, SweepBlobs.self, Import.self])
+        subcommands: [Migrate.self, CreateUser.self, SeedDemo.self, Events.self, Compact.self, Jobs.self, VerifyHistory.self, SweepBlobs.self, Import.self,
+                      BackupCommand.self, RestoreCommand.self])
 }
 
 /// Options every command that talks to PostgreSQL as the administrator shares.

@@ -16,11 +16,11 @@ LAYERS = {
     3: {"Web"},
     4: {"Accounts", "Sync"},
     5: {"Events", "Blobs", "Chat", "Dashboards", "Administration", "Teams"},
-    6: {"Boardings", "Patrol", "EventPublisher", "Operations", "Demo", "TidewayImport"},
+    6: {"Boardings", "Patrol", "EventPublisher", "Operations", "Demo", "TidewayImport", "Backup"},
     7: {"tideway-worker", "tideway", "tideway-device"},
 }
 # Code only the operator's tool runs: never linked into the worker.
-CLI_ONLY = {"Patrol", "EventPublisher", "Operations", "Demo", "TidewayImport"}
+CLI_ONLY = {"Patrol", "EventPublisher", "Operations", "Demo", "TidewayImport", "Backup"}
 # The client stack an app links (issue 16): apart from the C shim for libcurl, it depends on
 # no server target, and no server target depends on it.
 CLIENT = {"TidewayModels", "TidewayClient", "tideway-device"}

@@ -139,7 +139,6 @@ def test_brute_force_on_one_account_from_one_address_is_slowed_down():
 
 # Defect 9: an id taken in another agency, and log noise for revoked tokens.
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=SOURCES_FIX)
 def test_an_id_taken_in_another_agency_is_refused_like_any_refused_insert():
     taken = f"taken-{uuid.uuid4().hex}"
     Client("gabon.officer1@demo.tideway").push([change("insert", "reports", "agency=Gabon", taken,
@@ -154,6 +153,16 @@ def test_an_id_taken_in_another_agency_is_refused_like_any_refused_insert():
     seen = admin.push([change("insert", "reports", "agency=WildAid", taken, doc_for("reports", taken))])[0]
     assert seen["status"] == "rejected"
     assert result["error"] == seen["error"], (result, seen)
+    # The same through the batch insert of new documents (app.insert_documents), next to a
+    # free id that goes in, and nothing of the other agency's document changed.
+    free = f"free-{uuid.uuid4().hex}"
+    batch = stranger.push([change("insert", "reports", f"agency={key}", free, doc_for("reports", free)),
+                           change("insert", "reports", f"agency={key}", taken, doc_for("reports", taken))])
+    assert batch[0]["status"] == "applied", batch
+    assert batch[1]["status"] == "rejected" and batch[1]["error"] == seen["error"], batch
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("select partition, version from sync.reports where id = %s", (taken,))
+        assert cur.fetchall() == [("agency=Gabon", 1)]
 
 
 def test_a_revoked_token_logs_no_presence_error():

@@ -39,7 +39,7 @@ def test_a_batch_of_new_documents_answers_like_one_change_at_a_time():
     new = [f"batch-{uuid.uuid4().hex[:8]}" for _ in range(6)]
     batch = [change("insert", "reports", p, d, {**doc_for("reports", d), "location": [9 + i / 10, -1.0]}) for i, d in enumerate(new[:4])]
     batch += [
-        change("insert", "reports", p, taken, doc_for("reports", taken)),         # id of another agency's report
+        change("insert", "reports", p, taken, doc_for("reports", taken)),         # id of another agency's report (defect 9)
         change("update", "reports", p, new[1], {"draft": False}),                 # a new one, changed again
         change("delete", "reports", p, new[2]),                                   # a new one, deleted again
         change("insert", "reports", p, new[4], {"_id": new[4]}),                  # invalid: refused before the database
@@ -48,7 +48,7 @@ def test_a_batch_of_new_documents_answers_like_one_change_at_a_time():
     ]
     client_id = uuid.uuid4().hex
     first = me.push(batch, client_id)
-    assert statuses(first) == ["applied"] * 4 + ["invalid", "applied", "applied", "invalid", "applied", "applied"]
+    assert statuses(first) == ["applied"] * 4 + ["forbidden", "applied", "applied", "invalid", "applied", "applied"]
     assert [r.get("version") for r in first] == ["1", "1", "1", "1", None, "2", "2", None, "1", "2"]
     stored = rows(new + [taken])
     assert stored[taken][0] == other  # untouched
@@ -60,7 +60,7 @@ def test_a_batch_of_new_documents_answers_like_one_change_at_a_time():
     assert {h[3] for h in history(new[:4])} == {client_id}
 
     again = me.push(batch, client_id)
-    assert statuses(again) == ["duplicate"] * 4 + ["invalid", "duplicate", "duplicate", "invalid", "duplicate", "duplicate"]
+    assert statuses(again) == ["duplicate"] * 4 + ["forbidden", "duplicate", "duplicate", "invalid", "duplicate", "duplicate"]
     assert [r.get("version") for r in again] == [r.get("version") for r in first]
     assert rows(new + [taken]) == stored
 

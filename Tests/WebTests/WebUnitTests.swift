@@ -15,11 +15,11 @@ import Testing
         var router = Router()
         router.get("/boardings/:id", { _ in .init(status: 200) })
         router.post("/boardings/:id", { _ in .init(status: 201) })
-        guard case .found(_, let params) = router.match(method: "GET", path: "/boardings/42") else {
+        guard case .found(_, let params, let pattern) = router.match(method: "GET", path: "/boardings/42") else {
             Issue.record("no match")
             return
         }
-        #expect(params["id"] == "42")
+        #expect(params["id"] == "42" && pattern == "/boardings/:id")
         guard case .wrongMethod(let allowed) = router.match(method: "DELETE", path: "/boardings/42") else {
             Issue.record("expected 405")
             return

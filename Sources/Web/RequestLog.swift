@@ -1,0 +1,41 @@
+import Dispatch
+import Foundation
+import Support
+import TidewayJSON
+
+/// One JSON line per request on standard error, written by `App.handle` once the answer is
+/// made (the supervisor or journald keeps it):
+///
+///     {"time":"2026-11-25T06:40:00.123Z","level":"info","msg":"request","requestId":"5f0c…",
+///      "method":"POST","route":"/api/v1/sync/push","status":200,"durationMs":4.2,
+///      "userId":"0b6e…","clientId":"phone-1"}
+///
+/// `requestId` is nginx's `$request_id` (also the response's `X-Request-Id` and an error
+/// body's `requestId`); `route` is the matched pattern, never the path with its values nor
+/// the query; `userId`, `clientId` and `device` only when known. Never a token, a password, a
+/// header or a document. `durationMs` runs until the answer's head is ready (a streamed body,
+/// e.g. an export, takes longer).
+public enum RequestLog {
+    public static func line(_ context: RequestContext, status: Int, milliseconds: Double, time: Date = Date()) -> String {
+        var fields: [(String, JSON)] = [
+            ("time", .string(UTCTimestamp.millisecondString(time))),
+            ("level", .string(status >= 500 ? "error" : "info")),
+            ("msg", "request"),
+            ("requestId", .string(context.requestID)),
+            ("method", .string(context.request.method)),
+            ("route", context.route.map(JSON.string) ?? .null),
+            ("status", .int(Int64(status))),
+            ("durationMs", .double((milliseconds * 1000).rounded() / 1000)),
+        ]
+        if let user = context.loggedUserID { fields.append(("userId", .string(user))) }
+        if let client = context.loggedClientID { fields.append(("clientId", .string(client))) }
+        if let device = context.loggedDevice { fields.append(("device", .string(device))) }
+        // In this order, so that a person reading the log finds time and id first.
+        return "{" + fields.map { JSON.string($0.0).serialized() + ":" + $0.1.serialized() }.joined(separator: ",") + "}"
+    }
+
+    static func write(_ context: RequestContext, status: Int, since start: DispatchTime) {
+        let milliseconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e6
+        Log.line(line(context, status: status, milliseconds: milliseconds))
+    }
+}
