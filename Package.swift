@@ -87,7 +87,7 @@ let package = Package(
         .executableTarget(
             name: "tideway",
             dependencies: ["Database", "Support", "Accounts", "Blobs", "Patrol", "EventPublisher", "Operations", "Demo",
-                           "TidewayImport", "Mail", "Backup", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+                           "TidewayImport", "Mail", "Backup", "Web", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: strict),
         // The client stack: no server target below it.
         module("TidewayModels", []),

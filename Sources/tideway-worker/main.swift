@@ -9,6 +9,7 @@ FastCGIServer.blockStopSignals()
 let config = Config()
 do {
     let listenFD = try Listener.open(environment: ProcessInfo.processInfo.environment)
+    Metrics.startProcess(role: "worker", config: config)
     let app = try Capabilities.start(config: config)
     Log.info("worker \(getpid()) serving with \(config.threads) threads")
     FastCGIServer(listenFD: listenFD, threads: config.threads).run { { request in app.handle(request) } }
