@@ -133,6 +133,30 @@ extension Metrics {
             }
         }
         SharedMetrics.set("tideway_process_up", [("role", role)], 1)
+        // Series that count rare things are shown at 0 from the start (so that rates and
+        // alerts have a series before the first one happens).
+        for name in ["tideway_db_pool_waits_total", "tideway_db_pool_wait_seconds_total", "tideway_db_connection_errors_total"] {
+            SharedMetrics.add(name, [], 0)
+        }
+        SharedMetrics.shift("tideway_db_connections_open", [], 0)
+        switch role {
+        case "worker":
+            SharedMetrics.add("tideway_blob_bytes_stored_total", [], 0)
+            SharedMetrics.add("tideway_blob_bytes_served_total", [], 0)
+            SharedMetrics.add("tideway_replica_reads_total", [("served_by", "replica")], 0)
+            SharedMetrics.add("tideway_replica_reads_total", [("served_by", "primary"), ("reason", "replica_lagging")], 0)
+            SharedMetrics.add("tideway_replica_reads_total", [("served_by", "primary"), ("reason", "replica_unavailable")], 0)
+            SharedMetrics.set("tideway_replica_behind_bytes", [], 0)
+        case "events":
+            SharedMetrics.add("tideway_events_published_total", [("kind", "change")], 0)
+            SharedMetrics.add("tideway_events_published_total", [("kind", "revoke")], 0)
+            SharedMetrics.add("tideway_event_publish_errors_total", [], 0)
+            SharedMetrics.add("tideway_events_caught_up_total", [], 0)
+        case "jobs":
+            for outcome in ["done", "retry", "failed"] { SharedMetrics.add("tideway_jobs_run_total", [("outcome", outcome)], 0) }
+        default:
+            break
+        }
         ConnectionPool.observer = { event in
             switch event {
             case .waited(let seconds):
