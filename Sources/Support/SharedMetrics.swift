@@ -19,8 +19,11 @@ import Synchronization
 ///
 /// File layout: a 64-byte header (magic, used slot count), then `slotCount` slots of 128
 /// bytes: kind (1 byte), key length (1 byte), the series key `name{labels}` (at most 118
-/// bytes), and at offset 120 the value (a Double's bits, 8-byte aligned: one store, one
-/// load on the 64-bit machines Tideway runs on). Only the owning process writes a file,
+/// bytes), and at offset 120 the value (8-byte aligned: one store, one load on the 64-bit
+/// machines Tideway runs on): a gauge's Double, a counter's Int64 in units of `scale(of:)`
+/// (1, or 1e-9 for seconds). Counters are integers so that sums over processes are exact
+/// whatever their order: a float sum regrouped when a dead process is retired could come
+/// out 1 ulp lower, and Prometheus would take that for a reset. Only the owning process writes a file,
 /// under its own mutex; a slot's key is written before the used count that publishes it.
 public final class SharedMetrics: @unchecked Sendable {
     public enum Kind: UInt8, Sendable {
@@ -51,7 +54,12 @@ public final class SharedMetrics: @unchecked Sendable {
 
     /// Adds to a counter series, e.g. `add("tideway_pushes_total")`.
     public static func add(_ name: String, _ labels: [(String, String)] = [], _ value: Double = 1) {
-        current.update(key(name, labels), .counter) { $0 + value }
+        current.addCounter(key(name, labels), value)
+    }
+
+    /// A counter's unit: nanoseconds for `…seconds…` families, else whole units (counts, bytes).
+    static func scale(of key: String) -> Double {
+        key.prefix { $0 != "{" }.contains("seconds") ? 1e9 : 1
     }
 
     /// Sets a gauge series of this process.
@@ -155,13 +163,18 @@ public final class SharedMetrics: @unchecked Sendable {
         }
     }
 
+    private func addCounter(_ key: String, _ amount: Double) {
+        let units = Int64(max(0, (amount * Self.scale(of: key)).rounded()))
+        update(key, .counter) { raw in Double(bitPattern: UInt64(bitPattern: Int64(bitPattern: raw.bitPattern) &+ units)) }
+    }
+
     private func observe(_ name: String, _ labels: [(String, String)], _ value: Double, buckets: [Double]) {
         for bound in buckets where value <= bound {
-            update(Self.key(name + "_bucket", labels + [("le", Self.format(bound))]), .counter) { $0 + 1 }
+            addCounter(Self.key(name + "_bucket", labels + [("le", Self.format(bound))]), 1)
         }
-        update(Self.key(name + "_bucket", labels + [("le", "+Inf")]), .counter) { $0 + 1 }
-        update(Self.key(name + "_sum", labels), .counter) { $0 + value }
-        update(Self.key(name + "_count", labels), .counter) { $0 + 1 }
+        addCounter(Self.key(name + "_bucket", labels + [("le", "+Inf")]), 1)
+        addCounter(Self.key(name + "_sum", labels), value)
+        addCounter(Self.key(name + "_count", labels), 1)
     }
 
     // MARK: - Reading and merging
@@ -170,33 +183,54 @@ public final class SharedMetrics: @unchecked Sendable {
     /// merged: counters summed over all, gauges over live processes.
     public static func merged() -> [String: Double] {
         guard let directory = current.directory else {
-            var totals: [String: Double] = [:]
-            read(current.base) { key, _, value in totals[key, default: 0] += value }
-            return totals
+            var totals = Totals()
+            read(current.base) { key, kind, raw in totals.add(key, kind, raw, live: true) }
+            return totals.values
         }
         return (try? merged(in: directory)) ?? [:]
     }
 
     public static func merged(in directory: String) throws -> [String: Double] {
         try withDirectoryLock(directory, LOCK_SH) {
-            var totals: [String: Double] = [:]
+            var totals = Totals()
             for name in try FileManager.default.contentsOfDirectory(atPath: directory) where name.hasSuffix(".metrics") {
                 let path = directory + "/" + name
                 try withMapping(path) { fd, base in
                     let live = name != "retired.metrics" && flock(fd, LOCK_EX | LOCK_NB) != 0
                     // A dead process's gauges still name their series (at 0), so that a
                     // level never disappears from the view while its processes restart.
-                    read(base) { key, kind, value in totals[key, default: 0] += (kind == .counter || live) ? value : 0 }
+                    read(base) { key, kind, raw in totals.add(key, kind, raw, live: live) }
                 }
             }
-            return totals
+            return totals.values
+        }
+    }
+
+    /// Counters summed as integers (exact in any order), gauges as Doubles.
+    struct Totals {
+        var counters: [String: Int64] = [:]
+        var gauges: [String: Double] = [:]
+
+        mutating func add(_ key: String, _ kind: Kind, _ raw: UInt64, live: Bool) {
+            switch kind {
+            case .counter: counters[key, default: 0] &+= Int64(bitPattern: raw)
+            case .gauge:
+                let value = Double(bitPattern: raw)
+                gauges[key, default: 0] += live && value.isFinite ? value : 0
+            }
+        }
+
+        var values: [String: Double] {
+            var all = gauges
+            for (key, units) in counters { all[key] = Double(units) / SharedMetrics.scale(of: key) }
+            return all
         }
     }
 
     /// Folds the files of dead processes into `retired.metrics` and removes them.
     static func retireDead(in directory: String) throws {
         try withDirectoryLock(directory, LOCK_EX) {
-            var retired: [String: Double] = [:]
+            var retired: [String: Int64] = [:]
             var dead: [String] = []
             for name in try FileManager.default.contentsOfDirectory(atPath: directory) where name.hasSuffix(".metrics") {
                 let path = directory + "/" + name
@@ -204,8 +238,8 @@ public final class SharedMetrics: @unchecked Sendable {
                     let isRetired = name == "retired.metrics"
                     guard isRetired || flock(fd, LOCK_EX | LOCK_NB) == 0 else { return }
                     if !isRetired { dead.append(path) }
-                    read(base) { key, kind, value in
-                        if kind == .counter { retired[key, default: 0] += value }
+                    read(base) { key, kind, raw in
+                        if kind == .counter { retired[key, default: 0] &+= Int64(bitPattern: raw) }
                     }
                 }
             }
@@ -223,7 +257,7 @@ public final class SharedMetrics: @unchecked Sendable {
                 slot.storeBytes(of: Kind.counter.rawValue, as: UInt8.self)
                 slot.storeBytes(of: UInt8(bytes.count), toByteOffset: 1, as: UInt8.self)
                 bytes.withUnsafeBytes { (slot + 2).copyMemory(from: $0.baseAddress!, byteCount: bytes.count) }
-                slot.storeBytes(of: value.bitPattern, toByteOffset: 120, as: UInt64.self)
+                slot.storeBytes(of: UInt64(bitPattern: value), toByteOffset: 120, as: UInt64.self)
                 index += 1
             }
             base.storeBytes(of: UInt64(index), toByteOffset: 8, as: UInt64.self)
@@ -234,7 +268,7 @@ public final class SharedMetrics: @unchecked Sendable {
         }
     }
 
-    private static func read(_ base: UnsafeRawPointer, _ each: (String, Kind, Double) -> Void) {
+    private static func read(_ base: UnsafeRawPointer, _ each: (String, Kind, UInt64) -> Void) {
         guard base.load(as: UInt64.self) == magic else { return }
         let used = min(Int(atomicLoad(UnsafeMutableRawPointer(mutating: base) + 8)), slotCount)
         for index in 0..<used {
@@ -242,8 +276,7 @@ public final class SharedMetrics: @unchecked Sendable {
             guard let kind = Kind(rawValue: slot.load(as: UInt8.self)) else { continue }
             let length = Int(slot.load(fromByteOffset: 1, as: UInt8.self))
             let key = String(decoding: UnsafeRawBufferPointer(start: slot + 2, count: min(length, keyLimit)), as: UTF8.self)
-            let value = Double(bitPattern: atomicLoad(UnsafeMutableRawPointer(mutating: slot) + 120))
-            each(key, kind, value.isFinite ? value : 0)
+            each(key, kind, atomicLoad(UnsafeMutableRawPointer(mutating: slot) + 120))
         }
     }
 
