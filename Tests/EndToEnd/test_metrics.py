@@ -115,8 +115,14 @@ def test_100_scrapes_are_monotonic_and_agree_while_workers_are_killed():
     key = 'tideway_requests_total{method="GET",route="/metrics",status="200"}'
     counts = [s["samples"].get(key, 0) for s in scrapes]
     assert all(b >= a + 1 for a, b in zip(counts, counts[1:])), counts
-    last = scrapes[-1]["samples"]
-    # The processes now alive: 2 workers, the job runner, the event publisher.
+    # The processes now alive: 2 workers (the last replacement may still be starting), the
+    # job runner, the event publisher.
+    deadline = time.monotonic() + PATIENCE
+    while True:
+        last = scrape()["samples"]
+        if last['tideway_process_up{role="worker"}'] == len(worker_pids()) or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
     assert last['tideway_process_up{role="worker"}'] == len(worker_pids())
     assert last['tideway_process_up{role="jobs"}'] == 1
     assert last['tideway_process_up{role="events"}'] == 1
