@@ -102,6 +102,7 @@ let package = Package(
         .testTarget(name: "TidewayJSONTests", dependencies: ["TidewayJSON"], swiftSettings: strict),
         .testTarget(name: "SchemaTests", dependencies: ["Schema", "TidewayJSON"], swiftSettings: strict),
         .testTarget(name: "MailTests", dependencies: ["Mail"], swiftSettings: strict),
+        .testTarget(name: "SupportTests", dependencies: ["Support"], swiftSettings: strict),
         .testTarget(name: "WebTests", dependencies: ["Web", "Accounts", .product(name: "Mustache", package: "swift-mustache")],
                     swiftSettings: strict),
         .testTarget(name: "SyncTests", dependencies: ["Sync", "Database", "TidewayJSON"], swiftSettings: strict),

@@ -57,9 +57,12 @@ public final class SharedMetrics: @unchecked Sendable {
         current.addCounter(key(name, labels), value)
     }
 
-    /// A counter's unit: nanoseconds for `…seconds…` families, else whole units (counts, bytes).
+    /// A counter's unit: nanoseconds for time (`…seconds…` totals and histogram sums), else
+    /// whole units (counts, bytes, histogram buckets and counts).
     static func scale(of key: String) -> Double {
-        key.prefix { $0 != "{" }.contains("seconds") ? 1e9 : 1
+        let name = key.prefix { $0 != "{" }
+        if name.hasSuffix("_bucket") || name.hasSuffix("_count") { return 1 }
+        return name.contains("seconds") ? 1e9 : 1
     }
 
     /// Sets a gauge series of this process.
@@ -105,10 +108,10 @@ public final class SharedMetrics: @unchecked Sendable {
 
     private let base: UnsafeMutableRawPointer
     private let directory: String?
-    private let slots = Mutex<[String: Int]>([:])
-    private var full = false
+    private let slots = Mutex(Slots())
 
-    private init(file: (directory: String, role: String)?) throws {
+    /// One process's store (tests make several).
+    init(file: (directory: String, role: String)?) throws {
         guard let file else {
             base = UnsafeMutableRawPointer.allocate(byteCount: Self.fileSize, alignment: 64)
             base.initializeMemory(as: UInt8.self, repeating: 0, count: Self.fileSize)
@@ -137,44 +140,83 @@ public final class SharedMetrics: @unchecked Sendable {
         init(_ description: String) { self.description = description }
     }
 
-    private func update(_ key: String, _ kind: Kind, _ change: (Double) -> Double) {
-        slots.withLock { slots in
-            let index: Int
-            if let known = slots[key] {
-                index = known
-            } else {
-                let bytes = Array(key.utf8)
-                guard bytes.count <= Self.keyLimit, slots.count < Self.slotCount else {
-                    if !full { full = true; Log.warning("metrics: series \(key) not kept (key too long or store full)") }
-                    return
-                }
-                index = slots.count
-                let slot = base + Self.headerSize + index * Self.slotSize
-                slot.storeBytes(of: kind.rawValue, as: UInt8.self)
-                slot.storeBytes(of: UInt8(bytes.count), toByteOffset: 1, as: UInt8.self)
-                bytes.withUnsafeBytes { (slot + 2).copyMemory(from: $0.baseAddress!, byteCount: bytes.count) }
-                slot.storeBytes(of: Double(0).bitPattern, toByteOffset: 120, as: UInt64.self)
-                atomicStore(base + 8, UInt64(index + 1))
-                slots[key] = index
+    private struct Slots {
+        var index: [String: Int] = [:]
+        /// A histogram's series (`name{labels}`) → its slots: one per bucket, `+Inf`, `_sum`, `_count`.
+        var histograms: [String: [Int]] = [:]
+        var full = false
+    }
+
+    /// The slot of `key`, made on first use; nil when the store is full. Under `slots`' lock.
+    private func slot(_ key: String, _ kind: Kind, in slots: inout Slots) -> Int? {
+        if let known = slots.index[key] { return known }
+        let bytes = Array(key.utf8)
+        guard bytes.count <= Self.keyLimit, slots.index.count < Self.slotCount else {
+            if !slots.full {
+                slots.full = true
+                Log.warning("metrics: series \(key) not kept (key too long or store full)")
             }
-            let value = base + Self.headerSize + index * Self.slotSize + 120
-            let now = Double(bitPattern: atomicLoad(value))
-            atomicStore(value, change(now).bitPattern)
+            return nil
+        }
+        let index = slots.index.count
+        let slot = base + Self.headerSize + index * Self.slotSize
+        slot.storeBytes(of: kind.rawValue, as: UInt8.self)
+        slot.storeBytes(of: UInt8(bytes.count), toByteOffset: 1, as: UInt8.self)
+        bytes.withUnsafeBytes { (slot + 2).copyMemory(from: $0.baseAddress!, byteCount: bytes.count) }
+        slot.storeBytes(of: UInt64(0), toByteOffset: 120, as: UInt64.self)
+        atomicStore(base + 8, UInt64(index + 1))  // publishes the slot, key first
+        slots.index[key] = index
+        return index
+    }
+
+    private func value(at index: Int) -> UnsafeMutableRawPointer { base + Self.headerSize + index * Self.slotSize + 120 }
+
+    func update(_ key: String, _ kind: Kind, _ change: (Double) -> Double) {
+        slots.withLock { slots in
+            guard let index = slot(key, kind, in: &slots) else { return }
+            atomicStore(value(at: index), change(Double(bitPattern: atomicLoad(value(at: index)))).bitPattern)
         }
     }
 
-    private func addCounter(_ key: String, _ amount: Double) {
-        let units = Int64(max(0, (amount * Self.scale(of: key)).rounded()))
-        update(key, .counter) { raw in Double(bitPattern: UInt64(bitPattern: Int64(bitPattern: raw.bitPattern) &+ units)) }
+    /// Adds `units` to a counter slot (an Int64). Under `slots`' lock.
+    private func add(units: Int64, at index: Int) {
+        atomicStore(value(at: index), UInt64(bitPattern: Int64(bitPattern: atomicLoad(value(at: index))) &+ units))
     }
 
-    private func observe(_ name: String, _ labels: [(String, String)], _ value: Double, buckets: [Double]) {
-        for bound in buckets where value <= bound {
-            addCounter(Self.key(name + "_bucket", labels + [("le", Self.format(bound))]), 1)
+    private static func units(_ amount: Double, of key: String) -> Int64 {
+        Int64(max(0, (amount * scale(of: key)).rounded()))
+    }
+
+    func addCounter(_ key: String, _ amount: Double) {
+        let units = Self.units(amount, of: key)
+        slots.withLock { slots in
+            guard let index = slot(key, .counter, in: &slots) else { return }
+            add(units: units, at: index)
         }
-        addCounter(Self.key(name + "_bucket", labels + [("le", "+Inf")]), 1)
-        addCounter(Self.key(name + "_sum", labels), value)
-        addCounter(Self.key(name + "_count", labels), 1)
+    }
+
+    /// One lock and no string work per observation once the series' slots exist: a request
+    /// records one of these.
+    func observe(_ name: String, _ labels: [(String, String)], _ value: Double, buckets: [Double]) {
+        let series = Self.key(name, labels)
+        let sumUnits = Self.units(value, of: name + "_sum")
+        slots.withLock { slots in
+            var indices = slots.histograms[series] ?? []
+            if indices.isEmpty {
+                let bounds = buckets.map(Self.format) + ["+Inf"]
+                var keys = bounds.map { Self.key(name + "_bucket", labels + [("le", $0)]) }
+                keys += [Self.key(name + "_sum", labels), Self.key(name + "_count", labels)]
+                for key in keys {
+                    guard let index = slot(key, .counter, in: &slots) else { return }
+                    indices.append(index)
+                }
+                slots.histograms[series] = indices
+            }
+            for (n, bound) in buckets.enumerated() where value <= bound { add(units: 1, at: indices[n]) }
+            add(units: 1, at: indices[buckets.count])
+            add(units: sumUnits, at: indices[buckets.count + 1])
+            add(units: 1, at: indices[buckets.count + 2])
+        }
     }
 
     // MARK: - Reading and merging

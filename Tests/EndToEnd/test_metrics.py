@@ -129,6 +129,10 @@ def test_100_scrapes_are_monotonic_and_agree_while_workers_are_killed():
     assert last['tideway_push_changes_total{outcome="applied",code=""}'] > 0
     assert last['tideway_events_published_total{kind="change"}'] > 0
     assert last["tideway_database_up"] == 1
+    # Histograms count requests, not fractions: every scrape was observed once.
+    count = last['tideway_request_duration_seconds_count{method="GET",route="/metrics"}']
+    assert count == int(count) and count >= len(scrapes)
+    assert last['tideway_request_duration_seconds_bucket{method="GET",route="/metrics",le="+Inf"}'] == count
     # Dead workers' files are folded into one; only live processes keep files of their own.
     files = sorted(os.listdir(os.path.join(STATE, "metrics")))
     assert "retired.metrics" in files
