@@ -108,7 +108,7 @@ let package = Package(
         .testTarget(name: "SyncTests", dependencies: ["Sync", "Database", "TidewayJSON"], swiftSettings: strict),
         .testTarget(name: "BlobsTests", dependencies: ["Blobs", "Support"], swiftSettings: strict),
         .testTarget(name: "DrawingTests", dependencies: ["Drawing"], swiftSettings: strict),
-        .testTarget(name: "DashboardsTests", dependencies: ["Dashboards", "Drawing"], swiftSettings: strict),
+        .testTarget(name: "DashboardsTests", dependencies: ["Dashboards", "Drawing", "Web"], swiftSettings: strict),
         .testTarget(name: "AdministrationTests", dependencies: ["Administration"], swiftSettings: strict),
         .testTarget(name: "BoardingsTests", dependencies: ["Boardings", "TidewayJSON"], swiftSettings: strict),
         .testTarget(name: "PatrolTests", dependencies: ["Patrol"], swiftSettings: strict),
