@@ -1,3 +1,4 @@
+import CoreMetrics
 import Database
 import FastCGI
 import Foundation
@@ -68,7 +69,7 @@ package enum BlobRoutes {
             return ["photoId": .string(id), "sha256": .string(sha), "bytes": .int(Int64(received.count)),
                     "contentType": .string(type.rawValue), "pictureURL": .string(pictureURL(photoID: id))]
         }
-        SharedMetrics.add("tideway_blob_bytes_stored_total", [], Double(received.count))
+        Counter(label: "tideway_blob_bytes_stored_total").increment(by: received.count)
         return .json(answer, headers: [("Cache-Control", "no-store")])
     }
 
@@ -149,7 +150,7 @@ package enum BlobRoutes {
         if let condition = context.request.headers["if-none-match"], matches(condition, etag: etag) {
             return HTTPResponse(status: 304, headers: headers)
         }
-        SharedMetrics.add("tideway_blob_bytes_served_total", [], row["bytes"].flatMap(Double.init) ?? 0)
+        Counter(label: "tideway_blob_bytes_served_total").increment(by: Int64(row["bytes"].flatMap(Double.init) ?? 0))
         return HTTPResponse(status: 200, headers: headers + [
             ("Content-Type", type), ("X-Accel-Redirect", "/_blobs/" + BlobStore.relativePath(sha: sha)),
         ])

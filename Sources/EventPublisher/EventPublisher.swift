@@ -1,3 +1,4 @@
+import CoreMetrics
 import Database
 import Events
 import Foundation
@@ -58,8 +59,7 @@ public final class EventPublisher {
             for note in try connection.notifications() {
                 publish(note.channel, note.payload)
                 // Lag: from reading the notification (delivered at commit) to nginx's answer.
-                SharedMetrics.observe("tideway_event_publish_lag_seconds", [],
-                                      Double(DispatchTime.now().uptimeNanoseconds - received.uptimeNanoseconds) / 1e9)
+                Timer(label: "tideway_event_publish_lag_seconds").recordSeconds(Double(DispatchTime.now().uptimeNanoseconds - received.uptimeNanoseconds) / 1e9)
             }
             if !connection.isHealthy { throw DatabaseError(kind: .unavailable, detail: "listener connection lost") }
             if nextCheckpoint.timeIntervalSinceNow <= 0 {
@@ -78,7 +78,7 @@ public final class EventPublisher {
         for partition in missed {
             publish("tideway_changes", partition)
         }
-        SharedMetrics.add("tideway_events_caught_up_total", [], Double(missed.count))
+        Counter(label: "tideway_events_caught_up_total").increment(by: missed.count)
         if !missed.isEmpty { Log.info("events: announced \(missed.count) partitions changed while no publisher listened") }
         try closeRevokedStreams(connection)
     }
@@ -99,19 +99,19 @@ public final class EventPublisher {
                 let body = JSON.object(["partition": .string(payload)]).serializedBytes()
                 try nchan.send("POST", "/_publish/" + EventChannels.partition(payload), body: body,
                                headers: ["X-EventSource-Event": "change", "Content-Type": "application/json"])
-                SharedMetrics.add("tideway_events_published_total", [("kind", "change")])
+                Counter(label: "tideway_events_published_total", dimensions: [("kind", "change")]).increment()
             case "tideway_revoked":
                 let channels = payload.split(separator: ",").filter { $0.hasPrefix("l") && $0.count == 33 }
                 guard !channels.isEmpty else { return }
                 try nchan.send("DELETE", "/_publish/" + channels.joined(separator: ","), body: [], headers: [:])
-                SharedMetrics.add("tideway_events_published_total", [("kind", "revoke")], Double(channels.count))
+                Counter(label: "tideway_events_published_total", dimensions: [("kind", "revoke")]).increment(by: channels.count)
             default:
                 return
             }
         } catch {
             // The events are hints (clients pull); a lost one costs a client a later pull.
             Log.warning("events: cannot publish to nginx: \(error)")
-            SharedMetrics.add("tideway_event_publish_errors_total")
+            Counter(label: "tideway_event_publish_errors_total").increment()
         }
     }
 }

@@ -65,6 +65,11 @@ public final class SharedMetrics: @unchecked Sendable {
         return name.contains("seconds") ? 1e9 : 1
     }
 
+    /// The same by series key (`key(name, labels)`), for swift-metrics' handlers, which keep it.
+    static func add(key: String, _ value: Double) { current.addCounter(key, value) }
+    static func set(key: String, _ value: Double) { current.update(key, .gauge) { _ in value } }
+    static func shift(key: String, _ value: Double) { current.update(key, .gauge) { $0 + value } }
+
     /// Sets a gauge series of this process.
     public static func set(_ name: String, _ labels: [(String, String)] = [], _ value: Double) {
         current.update(key(name, labels), .gauge) { _ in value }

@@ -1,3 +1,4 @@
+import CoreMetrics
 import FastCGI
 import Support
 import TidewayJSON
@@ -73,8 +74,7 @@ enum PushRoute {
         service.presence.touch(context)
         for result in results {
             let outcome = result["status"]?.stringValue ?? "unknown"
-            SharedMetrics.add("tideway_push_changes_total",
-                              [("outcome", outcome), ("code", result["error"]?["code"]?.stringValue ?? "")])
+            Counter(label: "tideway_push_changes_total", dimensions: [("outcome", outcome), ("code", result["error"]?["code"]?.stringValue ?? "")]).increment()
         }
         return .json(["results": .array(results)], headers: [("Cache-Control", "no-store")])
     }

@@ -1,3 +1,4 @@
+import CoreMetrics
 import Database
 import Dispatch
 import Foundation
@@ -46,11 +47,11 @@ public enum Metrics {
     static func record(method: String, route: String?, status: Int, since start: DispatchTime) {
         let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
         let route = route ?? "unmatched"
-        SharedMetrics.add("tideway_requests_total", [("method", method), ("route", route), ("status", String(status))])
-        SharedMetrics.observe("tideway_request_duration_seconds", [("method", method), ("route", route)], elapsed)
+        Counter(label: "tideway_requests_total", dimensions: [("method", method), ("route", route), ("status", String(status))]).increment()
+        Timer(label: "tideway_request_duration_seconds", dimensions: [("method", method), ("route", route)]).recordSeconds(elapsed)
         switch route {
-        case "/api/v1/sync/pull": SharedMetrics.add("tideway_pulls_total", [("status", String(status))])
-        case "/api/v1/sync/push": SharedMetrics.add("tideway_pushes_total", [("status", String(status))])
+        case "/api/v1/sync/pull": Counter(label: "tideway_pulls_total", dimensions: [("status", String(status))]).increment()
+        case "/api/v1/sync/push": Counter(label: "tideway_pushes_total", dimensions: [("status", String(status))]).increment()
         default: break
         }
     }
@@ -125,6 +126,7 @@ extension Metrics {
     /// Opens this process's metrics file (when TIDEWAY_METRICS_DIR is set), says the process
     /// is up, and sends its database pools' events there. Call once at start, before threads.
     public static func startProcess(role: String, config: Config) {
+        SharedMetricsFactory.bootstrap()
         if let directory = config.metricsDirectory {
             do {
                 try SharedMetrics.start(role: role, directory: directory)
@@ -132,40 +134,40 @@ extension Metrics {
                 Log.warning("metrics: \(error); this process's metrics are its own only")
             }
         }
-        SharedMetrics.set("tideway_process_up", [("role", role)], 1)
+        Gauge(label: "tideway_process_up", dimensions: [("role", role)]).record(1)
         // Series that count rare things are shown at 0 from the start (so that rates and
         // alerts have a series before the first one happens).
         for name in ["tideway_db_pool_waits_total", "tideway_db_pool_wait_seconds_total", "tideway_db_connection_errors_total"] {
-            SharedMetrics.add(name, [], 0)
+            Counter(label: name).increment(by: 0)
         }
-        SharedMetrics.shift("tideway_db_connections_open", [], 0)
+        Meter(label: "tideway_db_connections_open").increment(by: 0)
         switch role {
         case "worker":
-            SharedMetrics.add("tideway_blob_bytes_stored_total", [], 0)
-            SharedMetrics.add("tideway_blob_bytes_served_total", [], 0)
-            SharedMetrics.add("tideway_replica_reads_total", [("served_by", "replica")], 0)
-            SharedMetrics.add("tideway_replica_reads_total", [("served_by", "primary"), ("reason", "replica_lagging")], 0)
-            SharedMetrics.add("tideway_replica_reads_total", [("served_by", "primary"), ("reason", "replica_unavailable")], 0)
-            SharedMetrics.set("tideway_replica_behind_bytes", [], 0)
+            Counter(label: "tideway_blob_bytes_stored_total").increment(by: 0)
+            Counter(label: "tideway_blob_bytes_served_total").increment(by: 0)
+            Counter(label: "tideway_replica_reads_total", dimensions: [("served_by", "replica")]).increment(by: 0)
+            Counter(label: "tideway_replica_reads_total", dimensions: [("served_by", "primary"), ("reason", "replica_lagging")]).increment(by: 0)
+            Counter(label: "tideway_replica_reads_total", dimensions: [("served_by", "primary"), ("reason", "replica_unavailable")]).increment(by: 0)
+            Gauge(label: "tideway_replica_behind_bytes").record(0)
         case "events":
-            SharedMetrics.add("tideway_events_published_total", [("kind", "change")], 0)
-            SharedMetrics.add("tideway_events_published_total", [("kind", "revoke")], 0)
-            SharedMetrics.add("tideway_event_publish_errors_total", [], 0)
-            SharedMetrics.add("tideway_events_caught_up_total", [], 0)
+            Counter(label: "tideway_events_published_total", dimensions: [("kind", "change")]).increment(by: 0)
+            Counter(label: "tideway_events_published_total", dimensions: [("kind", "revoke")]).increment(by: 0)
+            Counter(label: "tideway_event_publish_errors_total").increment(by: 0)
+            Counter(label: "tideway_events_caught_up_total").increment(by: 0)
         case "jobs":
-            for outcome in ["done", "retry", "failed"] { SharedMetrics.add("tideway_jobs_run_total", [("outcome", outcome)], 0) }
+            for outcome in ["done", "retry", "failed"] { Counter(label: "tideway_jobs_run_total", dimensions: [("outcome", outcome)]).increment(by: 0) }
         default:
             break
         }
         ConnectionPool.observer = { event in
             switch event {
             case .waited(let seconds):
-                SharedMetrics.add("tideway_db_pool_waits_total")
-                SharedMetrics.add("tideway_db_pool_wait_seconds_total", [], seconds)
+                Counter(label: "tideway_db_pool_waits_total").increment()
+                FloatingPointCounter(label: "tideway_db_pool_wait_seconds_total").increment(by: seconds)
             case .connectFailed:
-                SharedMetrics.add("tideway_db_connection_errors_total")
+                Counter(label: "tideway_db_connection_errors_total").increment()
             case .openChanged(let delta):
-                SharedMetrics.shift("tideway_db_connections_open", [], Double(delta))
+                Meter(label: "tideway_db_connections_open").increment(by: Double(delta))
             }
         }
     }

@@ -1,3 +1,4 @@
+import CoreMetrics
 import Database
 import Foundation
 import Support
@@ -45,24 +46,24 @@ public final class ReplicaReads: Sendable {
                                     then greatest(pg_wal_lsn_diff(\(lsn)::pg_lsn, pg_last_wal_replay_lsn()), 0) else 0 end as behind
                         """).first?.decodeIfPresent("behind", as: Double.self)
                     state.withLock { $0.behindBytes = behind ?? 0 }
-                    SharedMetrics.set("tideway_replica_behind_bytes", [], behind ?? 0)
+                    Gauge(label: "tideway_replica_behind_bytes").record(behind ?? 0)
                     if (behind ?? 0) <= 0 { break }
                     if Date() >= deadline {
                         state.withLock { $0.lagging += 1 }
-                        SharedMetrics.add("tideway_replica_reads_total", [("served_by", "primary"), ("reason", "replica_lagging")])
+                        Counter(label: "tideway_replica_reads_total", dimensions: [("served_by", "primary"), ("reason", "replica_lagging")]).increment()
                         return nil
                     }
                     usleep(2_000)
                 }
                 let answer = try body(connection)
                 state.withLock { $0.servedByReplica += 1 }
-                SharedMetrics.add("tideway_replica_reads_total", [("served_by", "replica")])
+                Counter(label: "tideway_replica_reads_total", dimensions: [("served_by", "replica")]).increment()
                 return answer
             }
         } catch let error as DatabaseError where error.kind == .unavailable {
             state.withLock {
                 $0.unavailable += 1
-                SharedMetrics.add("tideway_replica_reads_total", [("served_by", "primary"), ("reason", "replica_unavailable")])
+                Counter(label: "tideway_replica_reads_total", dimensions: [("served_by", "primary"), ("reason", "replica_unavailable")]).increment()
                 $0.skipUntil = Date().addingTimeInterval(5)
             }
             return nil
@@ -70,7 +71,7 @@ public final class ReplicaReads: Sendable {
             // A statement the replica refused (a recovery conflict, the caller's own 401):
             // the primary answers, and says the same if it was the caller's.
             state.withLock { $0.unavailable += 1 }
-            SharedMetrics.add("tideway_replica_reads_total", [("served_by", "primary"), ("reason", "replica_unavailable")])
+            Counter(label: "tideway_replica_reads_total", dimensions: [("served_by", "primary"), ("reason", "replica_unavailable")]).increment()
             return nil
         }
     }

@@ -1,3 +1,4 @@
+import CoreMetrics
 import Foundation
 import Testing
 
@@ -69,5 +70,31 @@ import Testing
         let nanoseconds = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / Double(count)
         print("SharedMetrics.observe: \(Int(nanoseconds)) ns per observation (14 buckets, 2 labels)")
         #expect(SharedMetrics.Totals().values.isEmpty)
+    }
+}
+
+/// swift-metrics' API through SharedMetricsFactory lands in this process's store as the
+/// series /metrics serves: counters add, meters and gauges are levels, timers histograms.
+@Suite struct SharedMetricsFactoryTests {
+    @Test func swiftMetricsTypesRecordIntoTheSharedStore() {
+        let factory = SharedMetricsFactory()
+        let tag = String(UInt32.random(in: 0...UInt32.max))  // this test's own series in the process store
+        Counter(label: "f\(tag)_total", dimensions: [("k", "v")], factory: factory).increment()
+        Counter(label: "f\(tag)_total", dimensions: [("k", "v")], factory: factory).increment(by: 4)
+        FloatingPointCounter(label: "f\(tag)_seconds_total", factory: factory).increment(by: 0.25)
+        let meter = Meter(label: "f\(tag)_open", factory: factory)
+        meter.increment(by: 3)
+        meter.decrement(by: 1)
+        Gauge(label: "f\(tag)_level", factory: factory).record(7)
+        Timer(label: "f\(tag)_duration_seconds", factory: factory).recordMilliseconds(20)
+        let merged = SharedMetrics.merged()
+        #expect(merged["f\(tag)_total{k=\"v\"}"] == 5)
+        #expect(merged["f\(tag)_seconds_total"] == 0.25)
+        #expect(merged["f\(tag)_open"] == 2)
+        #expect(merged["f\(tag)_level"] == 7)
+        #expect(merged["f\(tag)_duration_seconds_count"] == 1)
+        #expect(merged["f\(tag)_duration_seconds_bucket{le=\"0.025\"}"] == 1)
+        #expect(merged["f\(tag)_duration_seconds_bucket{le=\"0.01\"}"] == 0)
+        #expect(merged["f\(tag)_duration_seconds_sum"] == 0.02)
     }
 }
