@@ -22,9 +22,11 @@ public enum WritePath {
 
     /// Applies `inputs` in order inside `tx` and answers one result per change. Two round
     /// trips: one reads what the batch needs (earlier outcomes, current documents, locked),
-    /// one sends every write.
+    /// one sends every write — and, with `commit`, the COMMIT too (a push, whose
+    /// transaction ends with its writes: one round trip fewer per push).
     public static func apply(
-        _ inputs: [Input], clientID: String?, device: String = "", caller: CallerInfo, in tx: Transaction, limits: Limits
+        _ inputs: [Input], clientID: String?, device: String = "", caller: CallerInfo, in tx: Transaction, limits: Limits,
+        commit: Bool = false
     ) throws -> [JSON] {
         let changes = inputs.compactMap { try? $0.get() }
         var reads: [SQL] = []
@@ -129,7 +131,7 @@ public enum WritePath {
                 """))
         }
         let statements = plan.finished()
-        let written = statements.isEmpty ? [] : try tx.queries(statements)
+        let written = statements.isEmpty ? [] : try tx.queries(statements, thenCommit: commit)
         return try plan.results.map { slot in
             switch slot {
             case .ready(let result): return result
