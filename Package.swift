@@ -88,7 +88,7 @@ let package = Package(
         .executableTarget(
             name: "tideway",
             dependencies: ["Database", "Support", "Accounts", "Blobs", "Patrol", "EventPublisher", "Operations", "Demo",
-                           "TidewayImport", "Mail", "Backup", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+                           "TidewayImport", "Mail", "Backup", "Web", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: strict),
         // The client stack: no server target below it.
         module("TidewayModels", []),
@@ -103,6 +103,7 @@ let package = Package(
         .testTarget(name: "TidewayJSONTests", dependencies: ["TidewayJSON"], swiftSettings: strict),
         .testTarget(name: "SchemaTests", dependencies: ["Schema", "TidewayJSON"], swiftSettings: strict),
         .testTarget(name: "MailTests", dependencies: ["Mail"], swiftSettings: strict),
+        .testTarget(name: "SupportTests", dependencies: ["Support"], swiftSettings: strict),
         .testTarget(name: "WebTests", dependencies: ["Web", "Accounts", .product(name: "Mustache", package: "swift-mustache")],
                     swiftSettings: strict),
         .testTarget(name: "SyncTests", dependencies: ["Sync", "Database", "TidewayJSON"], swiftSettings: strict),

@@ -54,8 +54,12 @@ public final class EventPublisher {
             if poll(&descriptor, 1, wait) < 0 && errno != EINTR {
                 throw DatabaseError(kind: .unavailable, detail: "poll failed")
             }
+            let received = DispatchTime.now()
             for note in try connection.notifications() {
                 publish(note.channel, note.payload)
+                // Lag: from reading the notification (delivered at commit) to nginx's answer.
+                SharedMetrics.observe("tideway_event_publish_lag_seconds", [],
+                                      Double(DispatchTime.now().uptimeNanoseconds - received.uptimeNanoseconds) / 1e9)
             }
             if !connection.isHealthy { throw DatabaseError(kind: .unavailable, detail: "listener connection lost") }
             if nextCheckpoint.timeIntervalSinceNow <= 0 {
@@ -74,6 +78,7 @@ public final class EventPublisher {
         for partition in missed {
             publish("tideway_changes", partition)
         }
+        SharedMetrics.add("tideway_events_caught_up_total", [], Double(missed.count))
         if !missed.isEmpty { Log.info("events: announced \(missed.count) partitions changed while no publisher listened") }
         try closeRevokedStreams(connection)
     }
@@ -94,16 +99,19 @@ public final class EventPublisher {
                 let body = JSON.object(["partition": .string(payload)]).serializedBytes()
                 try nchan.send("POST", "/_publish/" + EventChannels.partition(payload), body: body,
                                headers: ["X-EventSource-Event": "change", "Content-Type": "application/json"])
+                SharedMetrics.add("tideway_events_published_total", [("kind", "change")])
             case "tideway_revoked":
                 let channels = payload.split(separator: ",").filter { $0.hasPrefix("l") && $0.count == 33 }
                 guard !channels.isEmpty else { return }
                 try nchan.send("DELETE", "/_publish/" + channels.joined(separator: ","), body: [], headers: [:])
+                SharedMetrics.add("tideway_events_published_total", [("kind", "revoke")], Double(channels.count))
             default:
                 return
             }
         } catch {
             // The events are hints (clients pull); a lost one costs a client a later pull.
             Log.warning("events: cannot publish to nginx: \(error)")
+            SharedMetrics.add("tideway_event_publish_errors_total")
         }
     }
 }

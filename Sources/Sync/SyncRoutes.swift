@@ -1,4 +1,5 @@
 import FastCGI
+import Support
 import TidewayJSON
 import Web
 
@@ -71,6 +72,11 @@ enum PushRoute {
                                 limits: .init(documentBytes: limits.documentBytes), commit: true)
         }
         service.presence.touch(context)
+        for result in results {
+            let outcome = result["status"]?.stringValue ?? "unknown"
+            SharedMetrics.add("tideway_push_changes_total",
+                              [("outcome", outcome), ("code", result["error"]?["code"]?.stringValue ?? "")])
+        }
         return .json(["results": .array(results)], headers: [("Cache-Control", "no-store")])
     }
 }
