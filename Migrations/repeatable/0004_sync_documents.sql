@@ -120,15 +120,18 @@ end
 $$;
 
 -- Whether the caller may write documents of `collection` in partition `p`: the write rule
--- of app.collections (0004), written out as static SQL from its rows.
+-- of app.collections (0004), written out as static SQL from its rows. PL/pgSQL for the
+-- reason app.can_read is: as a SECURITY DEFINER SQL function its body was parsed and planned
+-- again in every statement (0.3 ms of every push, issue 22, docs/performance.md).
 do $do$
 declare
     rule_of text := (select string_agg(format('when %L then %L', name, write_rule), ' ' order by name) from app.collections);
 begin
     execute format($f$
         create or replace function app.can_write(p text, collection text) returns boolean
-        language sql stable security definer set search_path = app, pg_temp as $$
-            select case case collection %s end
+        language plpgsql stable security definer set search_path = app, pg_temp as $$
+        begin
+            return case case collection %s end
                 when 'agency-members' then app.partition_kind(p) = 'agency' and substr(p, 8) = app.agency()
                 when 'agency-admins' then app.partition_kind(p) = 'agency'
                     and (app.is_global_admin() or (app.role() = 'agencyAdmin' and substr(p, 8) = app.agency()))
@@ -137,7 +140,8 @@ begin
                 when 'conversation-members' then app.partition_kind(p) = 'conversation' and app.is_member(substr(p, 14))
                 when 'team-writers' then app.partition_kind(p) = 'team' and app.team_right(p, true) >= 2
                 else false
-            end
+            end;
+        end
         $$ $f$, rule_of);
 end
 $do$;

@@ -59,14 +59,33 @@ public final class Connection {
         guard let conn, PQstatus(conn) == CONNECTION_OK else {
             throw DatabaseError(kind: .unavailable, detail: "connection lost")
         }
-        for statement in statements {
-            guard send(statement, on: conn) else { throw lost(conn) }
+        // Statements to prepare in this pipeline: index -> name, kept once the Parse succeeded.
+        var preparing: [Int: String] = [:]
+        for (index, statement) in statements.enumerated() {
+            switch send(statement, on: conn) {
+            case .failed: throw lost(conn)
+            case .sent: break
+            case .preparing(let name): preparing[index] = name
+            }
         }
         guard PQpipelineSync(conn) == 1 else { throw lost(conn) }
 
         var results: [QueryResult] = []
         var failure: DatabaseError?
         for index in statements.indices {
+            if let name = preparing[index] {
+                // The Parse's own answer comes first: one result, then a NULL.
+                var parsed = false
+                while let result = PQgetResult(conn) {
+                    defer { PQclear(result) }
+                    switch PQresultStatus(result) {
+                    case PGRES_COMMAND_OK: parsed = true
+                    case PGRES_PIPELINE_ABORTED: break
+                    default: if failure == nil { failure = Self.error(from: result, index: index) }
+                    }
+                }
+                if !parsed, prepared[statements[index].text] == name { prepared[statements[index].text] = nil }
+            }
             // Each statement's answer is one or more results followed by a NULL.
             while let result = PQgetResult(conn) {
                 defer { PQclear(result) }
@@ -129,16 +148,42 @@ public final class Connection {
         return out
     }
 
-    private func send(_ statement: SQL, on conn: OpaquePointer) -> Bool {
+    /// Named statements this connection has prepared, by text (`SQL.reused()`).
+    private var prepared: [String: String] = [:]
+    private var preparedSerial = 0
+    /// At most this many per connection; later ones go unnamed, as every other statement.
+    static let preparedLimit = 64
+
+    private enum Sent { case failed, sent, preparing(String) }
+
+    private func send(_ statement: SQL, on conn: OpaquePointer) -> Sent {
         let binds = statement.binds
+        var name = statement.isReused ? prepared[statement.text] : nil
+        var preparing: String?
+        if statement.isReused, name == nil, prepared.count < Self.preparedLimit {
+            preparedSerial += 1
+            let fresh = "tideway_\(preparedSerial)"
+            guard PQsendPrepare(conn, fresh, statement.text, Int32(binds.count), nil) == 1 else { return .failed }
+            // Known from now on, so that the same text later in this pipeline uses it; forgotten
+            // again if the Parse does not succeed.
+            prepared[statement.text] = fresh
+            name = fresh
+            preparing = fresh
+        }
         // strdup'd copies keep the C strings alive for the call.
         let cValues: [UnsafeMutablePointer<CChar>?] = binds.map { $0.flatMap { strdup($0) } }
         defer { cValues.forEach { free($0) } }
-        return cValues.withUnsafeBufferPointer { values in
+        let ok = cValues.withUnsafeBufferPointer { values in
             values.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: max(binds.count, 1)) { pointer in
-                PQsendQueryParams(conn, statement.text, Int32(binds.count), nil, binds.isEmpty ? nil : pointer, nil, nil, 0) == 1
+                if let name {
+                    PQsendQueryPrepared(conn, name, Int32(binds.count), binds.isEmpty ? nil : pointer, nil, nil, 0) == 1
+                } else {
+                    PQsendQueryParams(conn, statement.text, Int32(binds.count), nil, binds.isEmpty ? nil : pointer, nil, nil, 0) == 1
+                }
             }
         }
+        guard ok else { return .failed }
+        return preparing.map { .preparing($0) } ?? .sent
     }
 
     private func lost(_ conn: OpaquePointer) -> DatabaseError {

@@ -4,6 +4,22 @@
 public struct SQL: Sendable, ExpressibleByStringInterpolation, CustomStringConvertible {
     public private(set) var text: String
     public private(set) var binds: [String?]
+    /// Sent as a named statement that the connection prepares once and reuses (parsed and
+    /// analysed once per connection, its plan cached by PostgreSQL); see `reused()`.
+    public private(set) var isReused = false
+
+    /// This statement, parsed once per connection and reused: for statements of fixed text
+    /// that a hot path sends again and again (the write path). Their plans may become
+    /// PostgreSQL's generic plan after five runs, so keep it to statements whose plan does
+    /// not depend on the values (lookups by key, function calls).
+    public func reused() -> SQL {
+        var copy = self
+        copy.isReused = true
+        return copy
+    }
+
+    /// `statement.reused()`, spelled where a literal is written: `.reused("select ...")`.
+    public static func reused(_ statement: SQL) -> SQL { statement.reused() }
 
     public init(stringLiteral value: String) {
         text = value

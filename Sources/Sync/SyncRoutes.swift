@@ -68,8 +68,9 @@ enum PushRoute {
         default: throw AppError.badRequest("appVersion must be a string or null")
         }
         let results = try context.asAPICaller { tx, caller in
+            // The writes and the COMMIT in one round trip: nothing follows them.
             try WritePath.apply(inputs, clientID: clientID, device: device, caller: caller, in: tx,
-                                limits: .init(documentBytes: limits.documentBytes))
+                                limits: .init(documentBytes: limits.documentBytes), commit: true)
         }
         service.presence.touch(context)
         for result in results {

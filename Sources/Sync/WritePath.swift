@@ -22,9 +22,11 @@ public enum WritePath {
 
     /// Applies `inputs` in order inside `tx` and answers one result per change. Two round
     /// trips: one reads what the batch needs (earlier outcomes, current documents, locked),
-    /// one sends every write.
+    /// one sends every write — and, with `commit`, the COMMIT too (a push, whose
+    /// transaction ends with its writes: one round trip fewer per push).
     public static func apply(
-        _ inputs: [Input], clientID: String?, device: String = "", caller: CallerInfo, in tx: Transaction, limits: Limits
+        _ inputs: [Input], clientID: String?, device: String = "", caller: CallerInfo, in tx: Transaction, limits: Limits,
+        commit: Bool = false
     ) throws -> [JSON] {
         let changes = inputs.compactMap { try? $0.get() }
         var reads: [SQL] = []
@@ -32,11 +34,11 @@ public enum WritePath {
             // One push per (user, client) at a time: a retry sent while the first attempt is
             // still running waits for it, then finds its outcomes in the log (read after the
             // lock, in a fresh READ COMMITTED snapshot) instead of writing everything again.
-            reads.append("select pg_advisory_xact_lock(hashtextextended(app.uid()::text || '/' || \(clientID), 740601))")
-            reads.append("""
+            reads.append(.reused("select pg_advisory_xact_lock(hashtextextended(app.uid()::text || '/' || \(clientID), 740601))"))
+            reads.append(.reused("""
                 select change_id, result::text as result from app.push_log
                  where user_id = app.uid() and client_id = \(clientID) and change_id = any(\(changes.map(\.changeID))::text[])
-                """)
+                """))
         }
         let byCollection = Dictionary(grouping: changes, by: \.collection)
         // Server-written collections are never written by clients (the rules refuse them), and
@@ -45,20 +47,20 @@ public enum WritePath {
         for collection in collections {
             let ids = Array(Set(byCollection[collection]!.map(\.id))).sorted()
             // Locked in id order, so that two batches touching the same documents cannot deadlock.
-            reads.append("""
+            reads.append(.reused("""
                 select id, partition, doc::text as doc, version, deleted from sync.\(unsafeSQL: collection.table)
                  where id = any(\(ids)::text[]) order by id for update
-                """)
+                """))
         }
         // The caller's write right per (partition, collection), asked first: without it the
         // answer is `forbidden` whatever the document (an invisible document would otherwise
         // look `not_found`, and a delete or update of it would say so instead of forbidden).
         let targets = Array(Set(changes.map { Target(partition: $0.partition.description, collection: $0.collection.rawValue) }))
         if !targets.isEmpty {
-            reads.append("""
+            reads.append(.reused("""
                 select t.p, t.c, app.can_write(t.p, t.c) as writable
                   from unnest(\(targets.map(\.partition))::text[], \(targets.map(\.collection))::text[]) as t(p, c)
-                """)
+                """))
         }
         let readResults = reads.isEmpty ? [] : try tx.queries(reads)
 
@@ -122,14 +124,14 @@ public enum WritePath {
             }
         }
         if let clientID {
-            plan.append("""
+            plan.append(.reused("""
                 insert into app.devices (user_id, client_id, app_version, last_push) values (app.uid(), \(clientID), \(device), now())
                 on conflict (user_id, client_id) do update set last_push = now(),
                     app_version = coalesce(nullif(excluded.app_version, ''), app.devices.app_version)
-                """)
+                """))
         }
         let statements = plan.finished()
-        let written = statements.isEmpty ? [] : try tx.queries(statements)
+        let written = statements.isEmpty ? [] : try tx.queries(statements, thenCommit: commit)
         return try plan.results.map { slot in
             switch slot {
             case .ready(let result): return result

@@ -56,10 +56,10 @@ extension WritePath {
             if !deviceSet {
                 // For the report history (0020): the push's clientId; without one the back
                 // office ("web"), unless the server's own job already named itself.
-                statements.append("""
+                statements.append(.reused("""
                     select set_config('tideway.device', coalesce(\(clientID), \
                     nullif(current_setting('tideway.device', true), ''), 'web'), true)
-                    """)
+                    """))
                 deviceSet = true
             }
             let one = Self.applyChange(change, document: document, intents: intents, expectedVersion: expectedVersion, clientID: clientID)
@@ -87,11 +87,11 @@ extension WritePath {
                 if group.ids.count == 1, let single = group.single {
                     all[group.statement] = single
                 } else {
-                    all[group.statement] = """
+                    all[group.statement] = .reused("""
                         select result::text from app.insert_documents(\(collection.rawValue), \(clientID), \
                         \(group.changeIDs)::text[], \(group.ids)::text[], \(group.partitions)::text[], \(group.docs)::jsonb[]) \
                         order by ord
-                        """
+                        """)
                 }
             }
             return all
@@ -99,11 +99,11 @@ extension WritePath {
 
         static func applyChange(_ change: Change, document: JSON?, intents: [JSON], expectedVersion: Int64?, clientID: String?) -> SQL {
             let intentText = intents.isEmpty ? nil : JSON.array(intents).serialized()
-            return """
+            return .reused("""
                 select app.apply_change(\(change.collection.rawValue), \(change.partition.description), \(change.id), \
                 \(change.op.rawValue), \(document?.serialized())::jsonb, \(clientID), \(change.changeID), \(expectedVersion), \
                 \(intentText)::jsonb)::text
-                """
+                """)
         }
     }
 }

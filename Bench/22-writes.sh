@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Write-path benchmark (issue 22), run by Deploy/dev/bench.sh against .state/bench:
+# reports of ~2.3 KB pushed into an agency partition over HTTPS through nginx
+#   (a) one report per push, (b) batches of 25 per push, (c) write acknowledged p50 on one
+#   kept-alive connection, each against PostgreSQL alone doing the same INSERTs as the
+#   worker role under the same claims (app.authenticate, so the same RLS and triggers),
+#   with server CPU per document from the processes' own counters (/proc/<pid>/stat).
+# Prints figures, ratios and the issue's aims; never fails on numbers.
+# Bench/22-reads.sh (another helper) covers the read side.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+: "${TIDEWAY_BENCH_URL:?run through Deploy/dev/bench.sh (make bench)}"
+superuser=$([[ $(id -u) == 0 ]] && echo postgres || id -un)
+export BENCH_ADMIN_DATABASE="host=$TIDEWAY_BENCH_STATE/run dbname=tideway user=$superuser"
+
+echo "seeding 5,000 reports per agency (idempotent)..."
+"$repo/.build/release/tideway" seed-demo --reports 5000 --database "$BENCH_ADMIN_DATABASE" --home "$repo"
+
+exec /usr/bin/python3 "$repo/Bench/writes_bench.py"

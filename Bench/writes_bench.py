@@ -1,0 +1,276 @@
+"""Drives Bench/22-writes.sh (issue 22, the write path): reports of ~2.3 KB created over
+HTTPS through nginx, one per push and 25 per push, and the write-acknowledged latency on
+one kept-alive connection, each against PostgreSQL alone doing the same INSERTs as the
+worker role under the same claims (pgbench: app.authenticate with the same token, so the
+same row-level security, generated columns, indexes and triggers).
+
+Server CPU per document comes from the processes' own counters (/proc/<pid>/stat utime +
+stime, before and after): the FastCGI workers, every PostgreSQL process (the postmaster's
+cutime/cstime keep what exited backends used) and nginx. Medians of RUNS runs, Tideway and
+the limit alternated so that both see the same machine. Never fails on numbers."""
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import tempfile
+import uuid
+
+import psycopg2
+import requests
+
+URL = os.environ["TIDEWAY_BENCH_URL"]
+CA = os.environ["TIDEWAY_BENCH_CA"]
+ADMIN = os.environ["BENCH_ADMIN_DATABASE"]
+STATE = os.environ["TIDEWAY_BENCH_STATE"]
+RUN_DIR = os.path.join(STATE, "run")
+AGENCY, OFFICER, PASSWORD = "Gabon", "gabon.officer1@demo.tideway", "tideway-demo"
+PARTITION = f"agency={AGENCY}"
+SECONDS = int(os.environ.get("BENCH22_SECONDS", "4"))
+RUNS = int(os.environ.get("BENCH22_RUNS", "3"))
+CLIENTS = 4  # concurrent connections for the rates
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+# Server CPU from the processes' own counters
+
+def _stat(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    # after the ")": state ppid ... utime(12) stime(13) cutime(14) cstime(15), 0-based from state
+    return int(fields[1]), int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14])
+
+
+def _read_pid(path):
+    try:
+        with open(path) as f:
+            return int(f.readline().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _processes():
+    table = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                table[int(name)] = _stat(name)
+            except OSError:
+                pass
+    return table
+
+
+def cpu_snapshot():
+    """Seconds of CPU used so far by the workers, PostgreSQL and nginx of the bench stack."""
+    table = _processes()
+    children = {}
+    for pid, (ppid, _, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+
+    def tree(root, with_exited):
+        if root is None or root not in table:
+            return 0
+        own = table[root][1] + (table[root][2] if with_exited else 0)
+        return own + sum(table[c][1] for c in children.get(root, []))
+
+    workers = sum(tree(_read_pid(os.path.join(RUN_DIR, f)), False)
+                  for f in os.listdir(RUN_DIR) if re.fullmatch(r"worker-\d+\.pid", f))
+    postgres = tree(_read_pid(os.path.join(STATE, "pg", "postmaster.pid")), True)
+    nginx = tree(_read_pid(os.path.join(RUN_DIR, "nginx.pid")), False)
+    return {"worker": workers / TICK, "postgres": postgres / TICK, "nginx": nginx / TICK}
+
+
+def cpu_delta(before, after):
+    return {k: after[k] - before[k] for k in before}
+
+
+# Data
+
+def source_doc():
+    """A generated report of another agency (~2.3 KB), pushed again under new ids."""
+    with psycopg2.connect(ADMIN) as conn, conn.cursor() as cur:
+        cur.execute("select doc from sync.reports where partition = 'agency=WildAid' and not deleted "
+                    "and length(doc::text) between 2100 and 2600 order by id limit 1")
+        doc = cur.fetchone()[0]
+    doc.pop("_id", None)
+    return doc
+
+
+def count_and_remove(prefix):
+    with psycopg2.connect(ADMIN) as conn, conn.cursor() as cur:
+        cur.execute("select count(*) from sync.reports where id like %s", (prefix + "%",))
+        n = cur.fetchone()[0]
+        cur.execute("delete from sync.reports where id like %s", (prefix + "%",))
+        cur.execute("delete from app.push_log where change_id like %s", (prefix + "%",))
+    return n
+
+
+def token():
+    r = requests.post(URL + "/api/v1/auth/login", json={"email": OFFICER, "password": PASSWORD}, verify=CA)
+    r.raise_for_status()
+    return r.json()["accessToken"]
+
+
+# Tideway: wrk, one connection per thread, a fresh id per change
+
+def lua_long(text):
+    assert "]==]" not in text
+    return "[==[" + text + "]==]"
+
+
+def wrk_script(tok, doc, batch, prefix):
+    change = json.dumps({"changeId": "@ID@", "collection": "reports", "partition": PARTITION, "id": "@ID@",
+                         "op": "insert", "doc": {"_id": "@ID@", **doc}}, separators=(",", ":"))
+    parts = change.split("@ID@")
+    return f"""
+local parts = {{{", ".join(lua_long(p) for p in parts)}}}
+local threads = 0
+function setup(thread)
+  threads = threads + 1
+  thread:set("tid", tostring(threads))
+end
+local counter = 0
+request = function()
+  counter = counter + 1
+  local changes = {{}}
+  for k = 1, {batch} do
+    local id = "{prefix}" .. tid .. "-" .. counter .. "-" .. k
+    changes[k] = table.concat(parts, id)
+  end
+  local body = '{{"clientId":"{prefix}' .. tid .. '","changes":[' .. table.concat(changes, ",") .. ']}}'
+  return wrk.format("POST", "/api/v1/sync/push", {{["Content-Type"] = "application/json",
+    ["Authorization"] = "Bearer {tok}", ["Accept-Encoding"] = "identity"}}, body)
+end
+"""
+
+
+def wrk(script, connections):
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
+        f.write(script)
+    try:
+        out = subprocess.run(["wrk", f"-t{connections}", f"-c{connections}", f"-d{SECONDS}s", "--latency", "-s", f.name,
+                              URL + "/api/v1/sync/push"], capture_output=True, text=True, check=True).stdout
+    finally:
+        os.unlink(f.name)
+    m = re.search(r"(\d+) requests in ([0-9.]+)(ms|s|m)", out)
+    elapsed = float(m.group(2)) * {"ms": 0.001, "s": 1, "m": 60}[m.group(3)]
+    p50 = re.search(r"50%\s+([0-9.]+)(us|ms|s)", out)
+    p50_ms = float(p50.group(1)) * {"us": 0.001, "ms": 1, "s": 1000}[p50.group(2)]
+    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    return elapsed, p50_ms, int(bad.group(1)) if bad else 0
+
+
+def tideway_run(tok, doc, batch, connections):
+    prefix = f"b22-{uuid.uuid4().hex[:8]}-"
+    before = cpu_snapshot()
+    elapsed, p50, bad = wrk(wrk_script(tok, doc, batch, prefix), connections)
+    cpu = cpu_delta(before, cpu_snapshot())
+    docs = count_and_remove(prefix)  # only what is durable counts
+    return {"docs": docs, "rate": docs / elapsed, "cpu": cpu, "p50": p50, "bad": bad}
+
+
+# The limit: the same INSERTs as the worker role, same claims, in PostgreSQL alone (pgbench)
+
+def pg_script(tok, doc, batch, prefix):
+    literal = json.dumps(doc).replace("'", "''")
+    return (
+        "begin;\n"
+        f"select count(*) from app.authenticate(sha256(convert_to('{tok}', 'UTF8')), 'access');\n"
+        "insert into sync.reports (id, partition, doc, seq, updated_by) "
+        f"select x.id, '{PARTITION}', jsonb_set('{literal}'::jsonb, '{{_id}}', to_jsonb(x.id)), app.tick('{PARTITION}'), app.uid() "
+        f"from (select '{prefix}' || gen_random_uuid() as id from generate_series(1, {batch})) x;\n"
+        "commit;\n")
+
+
+def pgbench(script, connections):
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "s.sql")
+        with open(path, "w") as f:
+            f.write(script)
+        subprocess.run(["pgbench", "-n", "-h", RUN_DIR, "-U", "tideway_worker", f"-c{connections}", f"-j{connections}",
+                        f"-T{SECONDS}", "-l", "--log-prefix", os.path.join(d, "log"), "-f", path, "tideway"],
+                       capture_output=True, text=True, check=True, cwd=d)
+        latencies = []
+        for name in os.listdir(d):
+            if name.startswith("log"):
+                with open(os.path.join(d, name)) as f:
+                    latencies += [int(line.split()[2]) / 1000 for line in f if line.strip()]
+    return SECONDS, statistics.median(latencies)
+
+
+def pg_run(tok, doc, batch, connections):
+    prefix = f"p22-{uuid.uuid4().hex[:8]}-"
+    before = cpu_snapshot()
+    elapsed, p50 = pgbench(pg_script(tok, doc, batch, prefix), connections)
+    cpu = cpu_delta(before, cpu_snapshot())
+    docs = count_and_remove(prefix)
+    return {"docs": docs, "rate": docs / elapsed, "cpu": cpu, "p50": p50, "bad": 0}
+
+
+def median_run(runs):
+    med = lambda f: statistics.median(f(r) for r in runs)
+    docs = lambda r: max(r["docs"], 1)
+    return {
+        "rate": med(lambda r: r["rate"]),
+        "p50": med(lambda r: r["p50"]),
+        "cpu_ms": med(lambda r: 1000 * sum(r["cpu"].values()) / docs(r)),
+        "split": {k: med(lambda r: 1000 * r["cpu"][k] / docs(r)) for k in runs[0]["cpu"]},
+        "bad": sum(r["bad"] for r in runs),
+    }
+
+
+def measure(tok, doc, batch, connections):
+    tideway, limit = [], []
+    for _ in range(RUNS):
+        tideway.append(tideway_run(tok, doc, batch, connections))
+        limit.append(pg_run(tok, doc, batch, connections))
+    return median_run(tideway), median_run(limit)
+
+
+def aim(ok):
+    return "aim met" if ok else "aim missed"
+
+
+def main():
+    assert shutil.which("pgbench") and shutil.which("wrk"), "pgbench and wrk are needed"
+    tok, doc = token(), source_doc()
+    size = len(json.dumps(doc))
+    print(f"report of {size / 1000:.1f} KB into {PARTITION}; {CLIENTS} connections for rates; "
+          f"{SECONDS} s per run, medians of {RUNS}")
+    single, single_pg = measure(tok, doc, 1, CLIENTS)
+    batch, batch_pg = measure(tok, doc, 25, CLIENTS)
+    ack, ack_pg = measure(tok, doc, 1, 1)
+
+    def split(m):
+        s = m["split"]
+        return f"worker {s['worker']:.2f} + pg {s['postgres']:.2f} + nginx {s['nginx']:.2f}"
+
+    rows = [
+        ("create 1 per push (docs/s)", f"{single['rate']:.0f}", f"{single_pg['rate']:.0f}",
+         f"{single['rate'] / single_pg['rate']:.2f}x", "-"),
+        ("  server CPU ms/doc", f"{single['cpu_ms']:.2f}", f"{single_pg['cpu_ms']:.2f}",
+         f"{single['cpu_ms'] / single_pg['cpu_ms']:.1f}x", f"<= 1.0 ms: {aim(single['cpu_ms'] <= 1.0)}"),
+        ("create 25 per push (docs/s)", f"{batch['rate']:.0f}", f"{batch_pg['rate']:.0f}",
+         f"{100 * batch['rate'] / batch_pg['rate']:.0f}%", f">= 50%: {aim(batch['rate'] >= 0.5 * batch_pg['rate'])}"),
+        ("  server CPU ms/doc", f"{batch['cpu_ms']:.2f}", f"{batch_pg['cpu_ms']:.2f}",
+         f"{batch['cpu_ms'] / batch_pg['cpu_ms']:.1f}x", f"<= 0.25 ms: {aim(batch['cpu_ms'] <= 0.25)}"),
+        ("write acknowledged p50 (ms)", f"{ack['p50']:.2f}", f"{ack_pg['p50']:.2f}",
+         f"{ack['p50'] / ack_pg['p50']:.1f}x", f"<= 3 ms: {aim(ack['p50'] <= 3.0)}"),
+    ]
+    print()
+    print(f"{'path':30} | {'Tideway':>10} | {'PostgreSQL':>10} | {'ratio':>7} | aim")
+    print("-" * 90)
+    for r in rows:
+        print(f"{r[0]:30} | {r[1]:>10} | {r[2]:>10} | {r[3]:>7} | {r[4]}")
+    print()
+    print(f"CPU split, 1 per push:  {split(single)} ms/doc")
+    print(f"CPU split, 25 per push: {split(batch)} ms/doc")
+    print(f"CPU split, acknowledged (1 connection): {split(ack)} ms/doc; PostgreSQL alone {split(ack_pg)}")
+    bad = single["bad"] + batch["bad"] + ack["bad"]
+    if bad:
+        print(f"WARNING: {bad} pushes answered non-2xx")
+
+
+if __name__ == "__main__":
+    main()
