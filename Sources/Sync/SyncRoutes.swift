@@ -75,7 +75,8 @@ enum PushRoute {
         service.presence.touch(context)
         for result in results {
             let outcome = result["status"]?.stringValue ?? "unknown"
-            Counter(label: "tideway_push_changes_total", dimensions: [("outcome", outcome), ("code", result["error"]?["code"]?.stringValue ?? "")]).increment()
+            let code = result["error"]?["code"]?.stringValue ?? ""
+            Counter(label: "tideway_push_changes_total", dimensions: [("outcome", outcome), ("code", code)]).increment()
         }
         return .json(["results": .array(results)], headers: [("Cache-Control", "no-store")])
     }
