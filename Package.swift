@@ -7,7 +7,7 @@ import PackageDescription
 //
 //   0 C shims        CFastCGI CLibPQ CSodium CCurl CZlib
 //   1 foundations    FastCGI Database TidewayJSON Support
-//   2 services       Schema Mail
+//   2 services       Schema Mail Drawing (SVG charts and maps)
 //   3 web toolkit    Web (app, router, request context, errors, pages, templates, sessions,
 //                    CSRF, tokens, health and metrics)
 //   4 capabilities   Accounts Sync
@@ -58,6 +58,7 @@ let package = Package(
         // 2 services
         module("Schema", ["TidewayJSON"]),
         module("Mail", ["Support", "CCurl"]),
+        module("Drawing", ["Database", "Support"]),
         // 3 web toolkit
         module("Web", ["FastCGI", "Database", "TidewayJSON", "Support", "Schema", .product(name: "Mustache", package: "swift-mustache")]),
         // 4-6 capabilities
@@ -66,10 +67,10 @@ let package = Package(
         module("Events", ["Sync", "Web", "FastCGI", "Database", "TidewayJSON", "Support"]),
         module("Blobs", ["CSodium", "Sync", "Web", "FastCGI", "Database", "TidewayJSON", "Support"]),
         module("Chat", ["Accounts", "Web", "FastCGI", "Database", "TidewayJSON", "Support"]),
-        module("Dashboards", ["Sync", "Web", "FastCGI", "Database", "TidewayJSON", "Support"]),
+        module("Dashboards", ["Drawing", "Sync", "Web", "FastCGI", "Database", "TidewayJSON", "Support"]),
         module("Administration", ["Accounts", "Sync", "Mail", "Web", "FastCGI", "Database", "TidewayJSON", "Support"]),
-        module("Teams", ["Sync", "Web", "FastCGI", "Database", "TidewayJSON", "Support"]),
-        module("Boardings", ["Dashboards", "Sync", "Schema", "Web", "FastCGI", "Database", "TidewayJSON", "Support"]),
+        module("Teams", ["Drawing", "Sync", "Web", "FastCGI", "Database", "TidewayJSON", "Support"]),
+        module("Boardings", ["Dashboards", "Drawing", "Sync", "Schema", "Web", "FastCGI", "Database", "TidewayJSON", "Support"]),
         module("Patrol", ["Blobs", "Sync", "Web", "Database", "TidewayJSON", "Support"]),
         module("EventPublisher", ["Events", "Database", "TidewayJSON", "Support", "CCurl"]),
         module("Operations", ["Sync", "Database", "Support"]),
@@ -106,7 +107,8 @@ let package = Package(
                     swiftSettings: strict),
         .testTarget(name: "SyncTests", dependencies: ["Sync", "Database", "TidewayJSON"], swiftSettings: strict),
         .testTarget(name: "BlobsTests", dependencies: ["Blobs", "Support"], swiftSettings: strict),
-        .testTarget(name: "DashboardsTests", dependencies: ["Dashboards", "Web"], swiftSettings: strict),
+        .testTarget(name: "DrawingTests", dependencies: ["Drawing"], swiftSettings: strict),
+        .testTarget(name: "DashboardsTests", dependencies: ["Dashboards", "Drawing", "Web"], swiftSettings: strict),
         .testTarget(name: "AdministrationTests", dependencies: ["Administration"], swiftSettings: strict),
         .testTarget(name: "BoardingsTests", dependencies: ["Boardings", "TidewayJSON"], swiftSettings: strict),
         .testTarget(name: "PatrolTests", dependencies: ["Patrol"], swiftSettings: strict),

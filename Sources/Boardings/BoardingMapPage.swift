@@ -1,5 +1,6 @@
 import Dashboards
 import Database
+import Drawing
 import FastCGI
 import Sync
 import Web
@@ -36,9 +37,9 @@ enum BoardingMapPage {
             let (bounds, points, areas, count) = try tx.run(
                 Statement(MapLayer.boundsQuery(located)) { $0.first },
                 Statement.rows(MapLayer.pointsQuery(located)),
-                Statement.rows(MapLayer.areasQuery(partition: agencyPartition.map { "m.partition = \($0)" } ?? "false")),
+                Statement.rows(MapArea.protectedAreasQuery(partition: agencyPartition.map { "m.partition = \($0)" } ?? "false")),
                 Statement.value("select count(*) as n from sync.reports r where " + matching, "n", as: Int.self))
-            let layer = try MapLayer.fit(bounds: bounds, points: points, areas: MapLayer.areas(areas), located: located, tx)
+            let layer = try MapLayer.fit(bounds: bounds, points: points, areas: MapArea.protectedAreas(areas), located: located, tx)
             let total = count ?? 0
             let unlocated = total - layer.count
             let active = BoardingListPage.activeFilters(filter, path: "/boardings/map")

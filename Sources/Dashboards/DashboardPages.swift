@@ -1,4 +1,5 @@
 import Database
+import Drawing
 import FastCGI
 import Foundation
 import Sync
@@ -46,17 +47,9 @@ package enum DashboardPages {
     // MARK: views
 
     struct Tile { let label: String; let value: String; let unit: String }
-    struct TableRow { let cells: [String] }
+    typealias TableRow = Figure.Row
     /// A chart and the table of its numbers.
-    package struct Chart {
-        let id: String
-        let heading: String
-        let svg: String
-        let columns: [String]
-        let rows: [TableRow]
-        let empty: Bool
-        var emptyText = "No boardings in this range."
-    }
+    package typealias Chart = Figure
     struct Picker { let from: String; let to: String; let action: String }
 
     struct OfficerView {

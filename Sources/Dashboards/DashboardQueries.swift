@@ -1,4 +1,5 @@
 import Database
+import Drawing
 import Foundation
 import Sync
 
@@ -81,7 +82,7 @@ struct DashboardData {
                      app.patrol_days(\(scope.agency), \(scope.officerEmail), \(start)::timestamptz, \(end)::timestamptz) as days
               """
         let points = Statement.rows(MapLayer.pointsQuery(scope.located))
-        let areas = Statement.rows(MapLayer.areasQuery(partition: "m.partition = \(scope.partition)"))
+        let areas = Statement.rows(MapArea.protectedAreasQuery(partition: "m.partition = \(scope.partition)"))
         // One round trip either way: the shared statements and the view's own.
         guard agencyCharts else {
             let (summaryRows, patrol, pointRows, areaRows, recent) = try tx.run(
@@ -167,7 +168,7 @@ struct DashboardData {
         data.totals = Totals(boardings: all?.int("n") ?? 0, compliant: all?.int("compliant") ?? 0,
                              warnings: all?.int("warnings") ?? 0, citations: all?.int("citations") ?? 0,
                              hours: patrol.reduce(0) { $0 + $1.double("hours") }, days: patrol.first?.int("days") ?? 0)
-        data.map = try MapLayer.fit(bounds: all, points: points, areas: MapLayer.areas(areas), located: scope.located, tx)
+        data.map = try MapLayer.fit(bounds: all, points: points, areas: MapArea.protectedAreas(areas), located: scope.located, tx)
         return (data, groups)
     }
 }

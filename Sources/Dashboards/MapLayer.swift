@@ -1,4 +1,5 @@
 import Database
+import Drawing
 import Foundation
 
 /// The boardings of a map — a dashboard's, or the current filter of the boardings list —
@@ -7,9 +8,20 @@ import Foundation
 package struct MapLayer {
     package var count = 0
     var view: MapView?
-    var points: [MapPoint] = []
+    var points: [Boarding] = []
     var bins: [MapBin] = []
     var areas: [MapArea] = []
+
+    /// A boarding drawn one by one: a dot of its safety level's colour linking to its report.
+    struct Boarding {
+        let id: String, lon: Double, lat: Double, level: String?
+
+        var point: MapPoint {
+            let path = id.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/?#"))) ?? ""
+            return MapPoint(lon: lon, lat: lat, color: SVG.safetyColor(level), href: "/boardings/" + path,
+                            title: "Boarding \(id) · safety \(level ?? "not recorded")")
+        }
+    }
 
     /// At most this many boardings are drawn one by one; more are binned into a grid.
     static let pointLimit = 500
@@ -30,29 +42,6 @@ package struct MapLayer {
         """
     }
 
-    /// A protected area's ring, as "lon lat,lon lat,...", read by `areas(_:)`.
-    package static func areasQuery(partition: SQL) -> SQL {
-        """
-        select m.doc ->> 'name' as name,
-               (select string_agg((c ->> 0) || ' ' || (c ->> 1), ',' order by o)
-                  from jsonb_array_elements(case when jsonb_typeof(m.doc -> 'coordinates') = 'array'
-                                                 then m.doc -> 'coordinates' else '[]' end) with ordinality e(c, o)
-                 where jsonb_typeof(c -> 0) = 'number' and jsonb_typeof(c -> 1) = 'number') as ring
-          from sync.mpas m where \(partition) and not m.deleted order by m.id
-        """
-    }
-
-    package static func areas(_ rows: [Row]) -> [MapArea] {
-        rows.compactMap { row in
-            let ring = (row["ring"] ?? "").split(separator: ",").compactMap { pair -> (lon: Double, lat: Double)? in
-                let xy = pair.split(separator: " ")
-                guard xy.count == 2, let lon = Double(xy[0]), let lat = Double(xy[1]) else { return nil }
-                return (lon, lat)
-            }
-            return ring.count >= 3 ? MapArea(name: row["name"] ?? "Protected area", ring: ring) : nil
-        }
-    }
-
     /// Fits the view to the boardings' bounds and the areas; keeps the points, or (when
     /// there are more than `pointLimit`) reads the bins, one more query.
     package static func fit(bounds: Row?, points pointRows: [Row], areas: [MapArea], located: SQL, _ tx: Transaction) throws -> MapLayer {
@@ -69,7 +58,7 @@ package struct MapLayer {
         layer.view = view
         if layer.count <= pointLimit {
             layer.points = pointRows.map {
-                MapPoint(id: $0["id"] ?? "", lon: $0.double("lon"), lat: $0.double("lat"), level: $0["safety_level"])
+                Boarding(id: $0["id"] ?? "", lon: $0.double("lon"), lat: $0.double("lat"), level: $0["safety_level"])
             }
             return layer
         }
@@ -94,7 +83,7 @@ package struct MapLayer {
     package func chart(title: String, home: String, emptyText: String = "No boardings in this range.") -> DashboardPages.Chart {
         let svg = view.map {
             SVG.map(title: title, view: $0, land: LandPolygons.load(home + "/Data/geo/ne_110m_land.geojson"),
-                    areas: areas, points: points, bins: bins)
+                    areas: areas, points: points.map(\.point), bins: bins)
         } ?? ""
         let rows: [DashboardPages.TableRow]
         if bins.isEmpty {

@@ -3,7 +3,7 @@
 /// `tasks` and `teamNotes` (partition `team=<id>`). Who may write what, and the copies'
 /// `assignment`, are the database's rules (Migrations/repeatable/0060).
 enum TeamSchemas {
-    static let all = [agencyTasks, tasks, teamNotes]
+    static let all = [agencyTasks, tasks, teamNotes, teamDirectory]
 
     static let status: Schema = .oneOf(["open", "in progress", "done"])
 
@@ -41,5 +41,30 @@ enum TeamSchemas {
             "text": .required(.string),
             "author": .optional(.string),
             "timestamp": .required(.date),
+        ])
+
+    /// Written by the database alone (Migrations/repeatable/0061): clients are refused before
+    /// their document is checked. The shape is what the server writes.
+    static let right: Schema = .oneOf(["read", "write", "manage"])
+    static let teamDirectory = CollectionSchema(
+        name: "teamDirectory",
+        fields: [
+            "team": .required(.string),
+            "partition": .required(.string),
+            "name": .required(.string),
+            "description": .optional(.string),
+            "agency": .required(.string),
+            "archived": .required(.bool),
+            "members": .required(.array(.object([
+                "userId": .required(.string),
+                "displayName": .optional(.string),
+                "agency": .optional(.string),
+                "right": .required(right),
+            ]))),
+            "openTo": .required(.array(.object([
+                "kind": .required(.oneOf(["agency", "everyone"])),
+                "agency": .optional(.string),
+                "right": .required(right),
+            ]))),
         ])
 }

@@ -74,7 +74,7 @@ public struct Partition: Sendable, Hashable, CustomStringConvertible {
 /// documents live in: the database's `app.collections` (Migrations/0004), from which the
 /// per-table SQL is written. CollectionCatalogTests holds the two to the same rows.
 public enum SyncCollection: String, Sendable, CaseIterable {
-    case reports, photos, dutyChanges, menuData, mpas, agencyTasks, users, chatsters, chatMessages, tasks, teamNotes
+    case reports, photos, dutyChanges, menuData, mpas, agencyTasks, teamDirectory, users, chatsters, chatMessages, tasks, teamNotes
 
     public var table: String {
         switch self {
@@ -87,6 +87,7 @@ public enum SyncCollection: String, Sendable, CaseIterable {
         case .chatsters: "chatsters"
         case .chatMessages: "chat_messages"
         case .agencyTasks: "agency_tasks"
+        case .teamDirectory: "team_directory"
         case .tasks: "tasks"
         case .teamNotes: "team_notes"
         }
@@ -94,11 +95,20 @@ public enum SyncCollection: String, Sendable, CaseIterable {
 
     public var partitionKind: Partition.Kind {
         switch self {
-        case .reports, .photos, .dutyChanges, .menuData, .mpas, .agencyTasks: .agency
+        case .reports, .photos, .dutyChanges, .menuData, .mpas, .agencyTasks, .teamDirectory: .agency
         case .users: .user
         case .chatsters: .allUsers
         case .chatMessages: .conversation
         case .tasks, .teamNotes: .team
+        }
+    }
+
+    /// Kept by the database alone (write rule `server` in `app.collections`): public chat
+    /// profiles and the teams' directory. No client writes them, and the worker may not lock them.
+    public var isWrittenByServer: Bool {
+        switch self {
+        case .chatsters, .teamDirectory: true
+        default: false
         }
     }
 }

@@ -7,9 +7,10 @@ import Web
 /// the content.
 enum ServerRules {
     static func check(_ change: Change, current: JSON?, proposed: JSON?, caller: CallerInfo) throws(ChangeRejection) -> Prepared {
+        if change.collection.isWrittenByServer {
+            throw .forbidden("\(change.collection.rawValue) is written by the server only")
+        }
         switch change.collection {
-        case .chatsters:
-            throw .forbidden("chatsters are written by the server only")
         case .users:
             return try UserDocumentRules.check(change, current: current, proposed: proposed, caller: caller)
         case .chatMessages:

@@ -39,9 +39,9 @@ public enum WritePath {
                 """)
         }
         let byCollection = Dictionary(grouping: changes, by: \.collection)
-        // chatsters are never written by clients (the rules refuse them), and the worker may
-        // not lock them.
-        let collections = byCollection.keys.filter { $0 != .chatsters }.sorted { $0.rawValue < $1.rawValue }
+        // Server-written collections are never written by clients (the rules refuse them), and
+        // the worker may not lock them.
+        let collections = byCollection.keys.filter { !$0.isWrittenByServer }.sorted { $0.rawValue < $1.rawValue }
         for collection in collections {
             let ids = Array(Set(byCollection[collection]!.map(\.id))).sorted()
             // Locked in id order, so that two batches touching the same documents cannot deadlock.

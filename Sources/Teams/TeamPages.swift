@@ -1,4 +1,5 @@
 import Database
+import Drawing
 import FastCGI
 import Foundation
 import Sync
@@ -146,8 +147,10 @@ enum TeamPages {
     }
 
     struct Task: RowDecodable {
-        let id, title, status, due, assignee, origin: String
+        let id, title, status, due, assignee, origin, mpa: String
         let lon, lat: Double?
+        /// The row's fragment id, which the map's dots link to.
+        let anchor: String
 
         init(row: Row) throws(DatabaseError) {
             id = try row.decode("id")
@@ -156,8 +159,10 @@ enum TeamPages {
             due = try row.decode("due")
             assignee = try row.decode("assignee")
             origin = try row.decode("origin")
+            mpa = try row.decode("mpa")
             lon = try row.decodeIfPresent("lon")
             lat = try row.decodeIfPresent("lat")
+            anchor = "task-" + (id.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
         }
     }
 
@@ -187,6 +192,7 @@ enum TeamPages {
         let assigns: Bool
         let members: [Member]
         let tasks: [Task]
+        let map: Figure
         let statuses: [Option]
         let rights: [Option]
         let showAudit: Bool
@@ -197,7 +203,7 @@ enum TeamPages {
     static func show(_ context: RequestContext) throws -> HTTPResponse {
         let p = try partition(context)
         return try WebSession.asUser(context, readOnly: true) { tx, caller in
-            let (team, members, tasks, audit) = try tx.run(
+            let (team, members, tasks, areas, audit) = try tx.run(
                 Statement.first("""
                     select t.id::text as id, t.name, t.agency, t.description, t.archived, app.team_right(\(p)) as r,
                            to_char(t.created_at at time zone 'UTC', 'YYYY-MM-DD HH24:MI') as created,
@@ -212,12 +218,13 @@ enum TeamPages {
                 Statement.rows("""
                     select id, coalesce(doc->>'title', '') as title, coalesce(doc->>'status', '') as status,
                            coalesce(left(doc->>'dueDate', 10), '') as due, coalesce(doc->>'assignee', '') as assignee,
-                           coalesce(doc #>> '{assignment,agency}', '') as origin,
-                           (doc #>> '{position,0}')::float8 as lon, (doc #>> '{position,1}')::float8 as lat
+                           coalesce(doc #>> '{assignment,agency}', '') as origin, coalesce(doc->>'mpa', '') as mpa,
+                           case when jsonb_typeof(doc #> '{position,0}') = 'number' then (doc #>> '{position,0}')::float8 end as lon, case when jsonb_typeof(doc #> '{position,1}') = 'number' then (doc #>> '{position,1}')::float8 end as lat
                       from sync.tasks where partition = \(p) and not deleted
                      order by case doc->>'status' when 'open' then 0 when 'in progress' then 1 else 2 end, doc->>'dueDate', id
                      limit 500
                     """, as: Task.self),
+                Statement.rows(TaskMap.areasQuery(team: p)),
                 Statement.rows("""
                     select to_char(at at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS') as at, actor_email, action, detail::text as detail
                       from app.audit_log where target = \(p) order by at desc limit 50
@@ -229,6 +236,7 @@ enum TeamPages {
                 id: team.id, partition: p, name: team.name, agency: team.agency, description: team.description,
                 created: team.created, archived: team.archived, right: rightName, manages: team.right >= 3,
                 assigns: team.assigns, members: members, tasks: tasks,
+                map: TaskMap.figure(tasks: tasks, areas: MapArea.protectedAreas(areas), home: context.app.config.home),
                 statuses: ["open", "in progress", "done"].map { Option(value: $0, label: $0, selected: $0 == "open") },
                 rights: ["read", "write", "manage"].map { Option(value: $0, label: $0, selected: $0 == "read") },
                 showAudit: caller.info.isGlobalAdmin, audit: audit,

@@ -301,7 +301,8 @@ struct Status: ParsableCommand {
             let store = try client.store
             let queue = try store.queued()
             var counts: [String: JSONValue] = [:]
-            for collection in ["reports", "photos", "dutyChanges", "menuData", "mpas", "users", "chatsters", "chatMessages"] {
+            for collection in ["reports", "photos", "dutyChanges", "menuData", "mpas", "agencyTasks", "teamDirectory", "users", "chatsters",
+                               "chatMessages", "tasks", "teamNotes"] {
                 let n = try store.count(collection)
                 if n > 0 { counts[collection] = .int(Int64(n)) }
             }

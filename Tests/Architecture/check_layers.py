@@ -12,7 +12,7 @@ import sys
 LAYERS = {
     0: {"CFastCGI", "CLibPQ", "CSodium", "CCurl", "CZlib"},
     1: {"FastCGI", "Database", "TidewayJSON", "Support", "TidewayModels"},
-    2: {"Schema", "Mail", "TidewayClient"},
+    2: {"Schema", "Mail", "Drawing", "TidewayClient"},
     3: {"Web"},
     4: {"Accounts", "Sync"},
     5: {"Events", "Blobs", "Chat", "Dashboards", "Administration", "Teams"},

@@ -12,8 +12,9 @@ from conftest import CA, URL, admin_db, login, worker_db
 
 TABLES = {"reports": "reports", "photos": "photos", "dutyChanges": "duty_changes", "menuData": "menu_data",
           "mpas": "mpas", "agencyTasks": "agency_tasks", "users": "users", "chatsters": "chatsters",
-          "chatMessages": "chat_messages", "tasks": "tasks", "teamNotes": "team_notes"}
-KIND_COLLECTIONS = {"agency": ["reports", "photos", "dutyChanges", "menuData", "mpas", "agencyTasks"], "user": ["users"],
+          "chatMessages": "chat_messages", "tasks": "tasks", "teamNotes": "team_notes", "teamDirectory": "team_directory"}
+KIND_COLLECTIONS = {"agency": ["reports", "photos", "dutyChanges", "menuData", "mpas", "agencyTasks", "teamDirectory"],
+                    "user": ["users"],
                     "all-users": ["chatsters"], "conversation": ["chatMessages"], "team": ["tasks", "teamNotes"]}
 TS = "2024-05-01T10:00:00Z"
 
@@ -181,7 +182,7 @@ def counts():
     jobs_settled()
     with admin_db() as conn, conn.cursor() as cur:
         # The push log stays at PUSH_LOG_INDEX: the team tables (issue 17) go last.
-        later = ["agency_tasks", "tasks", "team_notes"]
+        later = ["agency_tasks", "tasks", "team_notes", "team_directory"]
         parts = [f"(select count(*) from sync.{t})" for t in TABLES.values() if t not in later]
         parts += ["(select coalesce(sum(seq), 0) from app.partition_clocks"
                   " where partition not like 'user=%' and partition <> 'all-users=all-the-users')",
@@ -268,6 +269,7 @@ def doc_for(collection, doc_id, uid=None, email=None):
         "agencyTasks": {"_id": doc_id, "title": "Patrol the reef", "status": "open"},
         "tasks": {"_id": doc_id, "title": "Check the nets", "status": "open", "dueDate": TS},
         "teamNotes": {"_id": doc_id, "text": "Fuel low", "timestamp": TS},
+        "teamDirectory": {"_id": doc_id, "name": "A forged team"},
     }[collection]
 
 
@@ -275,7 +277,8 @@ PATCHES = {"reports": {"draft": False}, "photos": {"referencingReportID": "r-1"}
            "menuData": {"ports": ["Port-Gentil"]}, "mpas": {"name": "Renamed"},
            "users": {"userPreferences": {"shareLocation": False}}, "chatsters": {"displayName": "y"},
            "chatMessages": {"text": "edited"}, "agencyTasks": {"status": "in progress"},
-           "tasks": {"status": "in progress"}, "teamNotes": {"text": "Fuel topped up"}}
+           "tasks": {"status": "in progress"}, "teamNotes": {"text": "Fuel topped up"},
+           "teamDirectory": {"name": "Renamed by a client"}}
 
 
 def change(op, collection, partition, doc_id, body=None, change_id=None):

@@ -252,3 +252,26 @@ def test_chatsters_follow_only_mirrored_fields():
 def test_sign_up_is_off_by_default():
     r = api("POST", "/api/v1/auth/register", json={"email": "x@y.test", "password": "long enough", "displayName": "X"})
     assert r.status_code == 404 and r.json()["error"]["code"] == "not_found"
+
+
+def test_rights_are_those_held_when_the_push_starts():
+    # The contract (sync-protocol.md, "Push"): a message in the same push as the `users`
+    # change that creates its conversation needs a right the caller did not hold when the
+    # push started: it is refused `forbidden` and writes nothing; the next push is applied.
+    a, b = Member(), Member()
+    cid = conv_id()
+    me = a.me()
+    entry = {"id": cid, "displayName": "Same push", "unreadCount": 0, "members": [{"userName": b.email}]}
+    message = {"collection": "chatMessages", "partition": f"conversation={cid}", "id": uuid.uuid4().hex,
+               "op": "insert", "doc": {"text": "first", "timestamp": "2026-11-21T10:00:00Z"}}
+    created, said = a.client.push(
+        {"collection": "users", "partition": a.partition, "id": a.id, "op": "update",
+         "patch": {"conversations": list(me["conversations"]) + [entry]}}, dict(message))
+    assert created["status"] == "applied", created
+    assert said["status"] == "rejected" and said["error"]["code"] == "forbidden", said
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("select count(*) from sync.chat_messages where id = %s", (message["id"],))
+        assert cur.fetchone()[0] == 0
+    (again,) = a.client.push(dict(message))
+    assert again["status"] == "applied", again
+    assert b.unread(cid) == 1

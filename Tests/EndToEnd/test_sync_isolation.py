@@ -75,6 +75,8 @@ def expected_write(role, partition, collection, client):
     if kind == "agency":
         if value == "Nope":
             return "forbidden"
+        if collection == "teamDirectory":
+            return "forbidden"  # kept by the server alone
         if collection in ("reports", "photos", "dutyChanges"):
             return "applied" if value == agency else "forbidden"
         admin = role_name == "globalAdmin" or (role_name == "agencyAdmin" and value == agency)
@@ -178,7 +180,7 @@ def test_database_refuses_cross_partition_reads_and_writes():
             claims(cur, officer, "officer", "Gabon")
             cur.execute("select count(*) from sync.reports where partition = 'agency=Gabon'")
             assert cur.fetchone()[0] > 0
-            for table in ["reports", "photos", "duty_changes", "menu_data", "mpas"]:
+            for table in ["reports", "photos", "duty_changes", "menu_data", "mpas", "team_directory"]:
                 cur.execute(f"select count(*) from sync.{table} where partition <> 'agency=Gabon'")
                 assert cur.fetchone()[0] == 0, table
             cur.execute("select count(*) from sync.users where id = %s", (other,))
@@ -200,6 +202,8 @@ def test_database_refuses_cross_partition_reads_and_writes():
             ("insert into sync.menu_data (id, partition, doc, seq) values ('x2', 'agency=Gabon', '{}', 1)", ()),
             ("insert into sync.users (id, partition, doc, seq) values (%s, %s, '{}', 1)", (other, f"user={other}")),
             ("insert into sync.chatsters (id, partition, doc, seq) values ('x3', 'all-users=all-the-users', '{}', 1)", ()),
+            ("insert into sync.team_directory (id, partition, doc, seq) values ('x5', 'agency=Gabon', '{}', 1)", ()),
+            ("update sync.team_directory set version = version + 1 where partition = 'agency=Gabon'", ()),
             ("insert into sync.chat_messages (id, partition, doc, seq) values ('x4', %s, '{}', 1)",
              (f"conversation={conversation}",)),
             ("select * from app.partition_clocks", ()),

@@ -58,6 +58,29 @@ def test_an_admin_creates_a_team_grants_two_officers_and_assigns_a_task():
         submit(driver, form)
         wait.until(lambda d: "saved=1" in d.current_url)
         assert "Board the trawler at the reef" in driver.find_element(By.ID, "tasks").text
+        # The map of tasks: one dot per task with a position, or at the centre of the
+        # protected area it names; each links to its row of the table.
+        with admin_db() as conn, conn.cursor() as cur:
+            cur.execute("insert into sync.mpas (id, partition, doc, seq) values (%s, %s, %s, app.tick(%s))",
+                        ("mpa-" + uuid.uuid4().hex[:8], f"agency={key}",
+                         '{"name": "Reef <b>area</b>", "coordinates": [[9.0, 0.0], [9.6, 0.0], [9.6, 0.6], [9.0, 0.6], [9.0, 0.0]]}',
+                         f"agency={key}"))
+        form = driver.find_element(By.CSS_SELECTOR, "form[action$='/tasks']")
+        form.find_element(By.NAME, "title").send_keys("Count the nets in the reserve")
+        form.find_element(By.NAME, "mpa").send_keys("Reef <b>area</b>")
+        submit(driver, form)
+        wait.until(lambda d: "Count the nets" in d.find_element(By.ID, "tasks").text)
+        figure = driver.find_element(By.CSS_SELECTOR, "#chart-map svg.map")
+        dots = figure.find_elements(By.CSS_SELECTOR, "circle.point")
+        assert len(dots) == 2
+        assert len(figure.find_elements(By.CSS_SELECTOR, "path.mpa")) == 1
+        links = [a.get_dom_attribute("href").split("#", 1)[1] for a in figure.find_elements(By.CSS_SELECTOR, "a")]
+        rows = [r.get_attribute("id") for r in driver.find_elements(By.CSS_SELECTOR, "#tasks tbody tr[id]")]
+        assert sorted(links) == sorted(rows) and len(rows) == 2
+        titles = [t.get_attribute("textContent") for t in figure.find_elements(By.CSS_SELECTOR, "circle.point title")]
+        assert "Task Count the nets in the reserve · open · in Reef <b>area</b>" in titles
+        assert driver.find_elements(By.CSS_SELECTOR, "#tasks b") == []  # the area's name stays text
+        driver.execute_script("document.getElementById('chart-map').scrollIntoView()")
         shot(driver, "teams-team")
     finally:
         driver.quit()
@@ -68,7 +91,7 @@ def test_an_admin_creates_a_team_grants_two_officers_and_assigns_a_task():
         entry = officer.pull({partition: None})[partition]
         assert entry["status"] == "ok"
         titles = [c["doc"]["title"] for c in entry["changes"] if c["collection"] == "tasks"]
-        assert titles == ["Board the trawler at the reef"]
+        assert sorted(titles) == ["Board the trawler at the reef", "Count the nets in the reserve"]
     assert outsider.pull({partition: None}) == {partition: {"status": "forbidden"}}
     task_id = [c["id"] for c in writer.pull({partition: None})[partition]["changes"]][0]
     assert writer.push([change("update", "tasks", partition, task_id, {"status": "done"})])[0]["status"] == "applied"

@@ -17,7 +17,7 @@ struct CatalogAgreementTests {
         let swift = SyncCollection.allCases.map { [$0.rawValue, $0.table, $0.partitionKind.rawValue] }
             .sorted { $0[0] < $1[0] }
         #expect(sql == swift)
-        #expect(sql.count == 11)
+        #expect(sql.count == 12)
         // Every table of schema sync is a collection's, and the other way round.
         let tables = try db.execute("select tablename from pg_tables where schemaname = 'sync' order by 1").rows
             .compactMap { $0["tablename"] }

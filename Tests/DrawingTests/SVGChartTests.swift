@@ -2,8 +2,7 @@ import Foundation
 import FoundationXML
 import Testing
 
-@testable import Dashboards
-@testable import Web
+@testable import Drawing
 
 #if canImport(FoundationXML)
 #endif
@@ -104,14 +103,16 @@ final class SVGProbe: NSObject, XMLParserDelegate {
         let view = MapView(lonMin: 9, lonMax: 10, latMin: -1, latMax: 0)
         let land = [MapArea(name: "land", ring: [(8, -3), (9.5, -3), (9.5, 3), (8, 3)]),
                     MapArea(name: "far away", ring: [(100, 10), (101, 10), (101, 11)])]
-        let points = [MapPoint(id: "r-1", lon: 9.2, lat: -0.5, level: "Red"),
-                      MapPoint(id: "a b&c", lon: 9.8, lat: -0.2, level: nil)]
+        let points = [MapPoint(lon: 9.2, lat: -0.5, color: SVG.safetyColor("Red"), href: "/boardings/r-1", title: "Boarding r-1"),
+                      MapPoint(lon: 9.8, lat: -0.2, color: "#000\"><script>", href: "/boardings/a%20b&c", title: nasty),
+                      MapPoint(lon: 9.5, lat: -0.4, color: "#009E73", href: nil, title: "no page")]
         let svg = SVG.map(title: "Map", view: view, land: land, areas: [MapArea(name: nasty, ring: [(9, -1), (10, -1), (10, 0)])],
                           points: points, bins: [])
         let probe = try #require(SVGProbe.parse(svg))
-        #expect(probe.classes["point"] == 2)
+        #expect(probe.classes["point"] == 3)
         #expect(probe.classes["mpa"] == 1)
         #expect(probe.hrefs == ["/boardings/r-1", "/boardings/a%20b&c"])
+        #expect(probe.titles.contains(nasty) && probe.titles.contains("no page"))
         #expect(probe.titles.contains(nasty + " (protected area)"))
         // The land in view is drawn, clipped to the canvas; the far-away ring is not drawn.
         let landPaths = svg.components(separatedBy: "<g class=\"land\"")[1].components(separatedBy: "</g>")[0]
@@ -135,18 +136,6 @@ final class SVGProbe: NSObject, XMLParserDelegate {
         for (lon, lat) in [(-91.5, -1.5), (-89.0, 0.8), (-90.2, -0.3)] {
             #expect((0...view.width).contains(view.x(lon)))
             #expect((0...view.height).contains(view.y(lat)))
-        }
-    }
-
-    @Test func dateRangeDefaultsToTwelveMonthsAndRefusesBadDates() throws {
-        let today = try #require(DateRange.parse("2026-11-22"))
-        let range = try DateRange.from(query: [:], today: today)
-        #expect(range == DateRange(from: "2025-11-23", to: "2026-11-22"))
-        #expect(range.startAt == "2025-11-23T00:00:00Z")
-        #expect(range.endAt == "2026-11-23T00:00:00Z")
-        #expect(try DateRange.from(query: ["from": "2026-02-01", "to": "2026-02-28"]).endAt == "2026-03-01T00:00:00Z")
-        for bad in [["from": "2026-02-30"], ["to": "yesterday"], ["from": "2026-03-01", "to": "2026-02-01"], ["from": "26-1-1"]] {
-            #expect(throws: AppError.self) { try DateRange.from(query: bad, today: today) }
         }
     }
 }

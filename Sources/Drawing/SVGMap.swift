@@ -2,17 +2,20 @@ import Foundation
 import Support
 import Synchronization
 
-/// A boarding on the map.
+/// A thing drawn as a dot on a map (a boarding, a team's task): its colour, the page it
+/// links to (already a URL path: percent-encoded by the caller), and its tooltip.
 public struct MapPoint: Sendable {
-    public let id: String
     public let lon: Double
     public let lat: Double
-    public let level: String?
-    public init(id: String, lon: Double, lat: Double, level: String?) {
-        self.id = id
+    public let color: String
+    public let href: String?
+    public let title: String
+    public init(lon: Double, lat: Double, color: String, href: String?, title: String) {
         self.lon = lon
         self.lat = lat
-        self.level = level
+        self.color = color
+        self.href = href
+        self.title = title
     }
 }
 
@@ -22,6 +25,11 @@ public struct MapBin: Sendable {
     public let lat: Double
     public let counts: [String: Int]
     public var total: Int { counts.values.reduce(0, +) }
+    public init(lon: Double, lat: Double, counts: [String: Int]) {
+        self.lon = lon
+        self.lat = lat
+        self.counts = counts
+    }
 }
 
 /// A protected area (or a land polygon): a closed ring of [lon, lat].
@@ -63,10 +71,13 @@ public struct MapView: Sendable {
 }
 
 extension SVG {
-    /// The map: land, protected areas, then boardings (points linking to their report, or
-    /// bins with counts), and a legend of safety levels.
+    /// The safety levels of boardings, the legend of the boardings' maps.
+    public static let safetyLegend = ["Green", "Amber", "Red"].map { (label: "Safety " + $0, color: safetyColor($0)) }
+
+    /// The map: land, protected areas, then the points (each linking to its page) or bins
+    /// of boardings with counts, and a legend of the points' colours.
     public static func map(title: String, view: MapView, land: [MapArea], areas: [MapArea],
-                           points: [MapPoint], bins: [MapBin], binDegrees: (lon: Double, lat: Double)? = nil) -> String {
+                           points: [MapPoint], bins: [MapBin], legend: [(label: String, color: String)] = safetyLegend) -> String {
         var s = open(title, width: Int(view.width), height: Int(view.height), cssClass: "map")
         s += "<rect width=\"\(n(view.width))\" height=\"\(n(view.height))\" fill=\"#dcebf3\"/>"
         s += "<g class=\"land\" fill=\"#efe9dc\" stroke=\"#b9ad94\" stroke-width=\"0.6\">"
@@ -79,10 +90,11 @@ extension SVG {
             let color = palette[(i + 4) % palette.count]
             s += "<path class=\"mpa\" d=\"\(d)\" fill=\"\(color)\" fill-opacity=\"0.25\" stroke=\"\(color)\" stroke-width=\"1.5\"><title>\(escape(area.name)) (protected area)</title></path>"
         }
-        s += "</g><g class=\"boardings\">"
+        s += "</g><g class=\"points\">"
         for p in points {
-            s += "<a href=\"/boardings/\(escape(p.id.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/?#"))) ?? ""))\"><circle class=\"point\" cx=\"\(n(view.x(p.lon)))\" cy=\"\(n(view.y(p.lat)))\" r=\"5\" "
-                + "fill=\"\(safetyColor(p.level))\" stroke=\"#fff\" stroke-width=\"1\"><title>Boarding \(escape(p.id)) · safety \(escape(p.level ?? "not recorded"))</title></circle></a>"
+            let dot = "<circle class=\"point\" cx=\"\(n(view.x(p.lon)))\" cy=\"\(n(view.y(p.lat)))\" r=\"5\" "
+                + "fill=\"\(escape(p.color))\" stroke=\"#fff\" stroke-width=\"1\"><title>\(escape(p.title))</title></circle>"
+            s += p.href.map { "<a href=\"\(escape($0))\">\(dot)</a>" } ?? dot
         }
         for b in bins {
             // The cell's colour is its most frequent level; its size grows with the count.
@@ -93,13 +105,14 @@ extension SVG {
                 + "<title>\(b.total) boardings here (\(escape(detail)))</title></circle>"
         }
         s += "</g>"
-        let legendTop = view.height - 78
-        s += "<g class=\"legend\"><rect x=\"6\" y=\"\(n(legendTop - 6))\" width=\"120\" height=\"80\" fill=\"#fff\" fill-opacity=\"0.85\"/>"
-        for (i, level) in ["Green", "Amber", "Red"].enumerated() {
+        let legendTop = view.height - 24 - 18 * Double(legend.count)
+        s += "<g class=\"legend\"><rect x=\"6\" y=\"\(n(legendTop - 6))\" width=\"130\" height=\"\(n(26 + 18 * Double(legend.count)))\" fill=\"#fff\" fill-opacity=\"0.85\"/>"
+        for (i, entry) in legend.enumerated() {
             let y = legendTop + Double(i) * 18
-            s += "<circle cx=\"18\" cy=\"\(n(y + 6))\" r=\"5\" fill=\"\(safetyColor(level))\"/><text x=\"30\" y=\"\(n(y + 10))\">Safety \(level)</text>"
+            s += "<circle cx=\"18\" cy=\"\(n(y + 6))\" r=\"5\" fill=\"\(escape(entry.color))\"/><text x=\"30\" y=\"\(n(y + 10))\">\(escape(entry.label))</text>"
         }
-        s += "<rect x=\"12\" y=\"\(n(legendTop + 54))\" width=\"12\" height=\"10\" fill=\"\(palette[4])\" fill-opacity=\"0.35\"/><text x=\"30\" y=\"\(n(legendTop + 64))\">Protected area</text></g>"
+        let areaTop = legendTop + 18 * Double(legend.count)
+        s += "<rect x=\"12\" y=\"\(n(areaTop))\" width=\"12\" height=\"10\" fill=\"\(palette[4])\" fill-opacity=\"0.35\"/><text x=\"30\" y=\"\(n(areaTop + 10))\">Protected area</text></g>"
         return s + "</svg>"
     }
 
