@@ -101,7 +101,7 @@ public final class FastCGIServer: Sendable {
             // A large request or response (a full pull, a push with inline photos, a CSV
             // export) leaves megabytes free inside the allocator's arenas, which glibc keeps:
             // give them back now, so that RSS stays near what the threads hold at rest
-            // (docs/performance.md, "Worker memory"). Small requests skip it (cost ~0.1 ms).
+            // (docs/performance.md, "Worker memory"). Small requests skip it.
             if large { tw_malloc_trim() }
         }
     }
