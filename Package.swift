@@ -42,6 +42,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.0.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
     ],
     targets: [
         // 0 C shims
@@ -54,25 +55,26 @@ let package = Package(
         module("FastCGI", ["CFastCGI"]),
         module("Database", ["CLibPQ"]),
         module("TidewayJSON", []),
-        module("Support", ["CSodium"]),
+        module("Support", ["CSodium", .product(name: "CoreMetrics", package: "swift-metrics")]),
         // 2 services
         module("Schema", ["TidewayJSON"]),
         module("Mail", ["Support", "CCurl"]),
         module("Drawing", ["Database", "Support"]),
         // 3 web toolkit
-        module("Web", ["FastCGI", "Database", "TidewayJSON", "Support", "Schema", .product(name: "Mustache", package: "swift-mustache")]),
+        module("Web", ["FastCGI", "Database", "TidewayJSON", "Support", "Schema", .product(name: "Mustache", package: "swift-mustache"),
+                       .product(name: "CoreMetrics", package: "swift-metrics")]),
         // 4-6 capabilities
         module("Accounts", ["Web", "FastCGI", "Database", "TidewayJSON", "Support"]),
-        module("Sync", ["Web", "FastCGI", "Database", "TidewayJSON", "Support", "Schema"]),
+        module("Sync", ["Web", "FastCGI", "Database", "TidewayJSON", "Support", "Schema", .product(name: "CoreMetrics", package: "swift-metrics")]),
         module("Events", ["Sync", "Web", "FastCGI", "Database", "TidewayJSON", "Support"]),
-        module("Blobs", ["CSodium", "Sync", "Web", "FastCGI", "Database", "TidewayJSON", "Support"]),
+        module("Blobs", ["CSodium", "Sync", "Web", "FastCGI", "Database", "TidewayJSON", "Support", .product(name: "CoreMetrics", package: "swift-metrics")]),
         module("Chat", ["Accounts", "Web", "FastCGI", "Database", "TidewayJSON", "Support"]),
         module("Dashboards", ["Drawing", "Sync", "Web", "FastCGI", "Database", "TidewayJSON", "Support"]),
         module("Administration", ["Accounts", "Sync", "Mail", "Web", "FastCGI", "Database", "TidewayJSON", "Support"]),
         module("Teams", ["Drawing", "Sync", "Web", "FastCGI", "Database", "TidewayJSON", "Support"]),
         module("Boardings", ["Dashboards", "Drawing", "Sync", "Schema", "Web", "FastCGI", "Database", "TidewayJSON", "Support"]),
-        module("Patrol", ["Blobs", "Sync", "Web", "Database", "TidewayJSON", "Support"]),
-        module("EventPublisher", ["Events", "Database", "TidewayJSON", "Support", "CCurl"]),
+        module("Patrol", ["Blobs", "Sync", "Web", "Database", "TidewayJSON", "Support", .product(name: "CoreMetrics", package: "swift-metrics")]),
+        module("EventPublisher", ["Events", "Database", "TidewayJSON", "Support", "CCurl", .product(name: "CoreMetrics", package: "swift-metrics")]),
         module("Operations", ["Sync", "Database", "Support"]),
         module("Demo", ["Accounts", "Sync", "Web", "Database", "TidewayJSON", "Support"]),
         // `tideway import` (issue 18): Atlas exports (BSON, Extended JSON) through the write path.
@@ -88,7 +90,7 @@ let package = Package(
         .executableTarget(
             name: "tideway",
             dependencies: ["Database", "Support", "Accounts", "Blobs", "Patrol", "EventPublisher", "Operations", "Demo",
-                           "TidewayImport", "Mail", "Backup", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+                           "TidewayImport", "Mail", "Backup", "Web", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: strict),
         // The client stack: no server target below it.
         module("TidewayModels", []),
@@ -103,6 +105,7 @@ let package = Package(
         .testTarget(name: "TidewayJSONTests", dependencies: ["TidewayJSON"], swiftSettings: strict),
         .testTarget(name: "SchemaTests", dependencies: ["Schema", "TidewayJSON"], swiftSettings: strict),
         .testTarget(name: "MailTests", dependencies: ["Mail"], swiftSettings: strict),
+        .testTarget(name: "SupportTests", dependencies: ["Support", .product(name: "CoreMetrics", package: "swift-metrics")], swiftSettings: strict),
         .testTarget(name: "WebTests", dependencies: ["Web", "Accounts", .product(name: "Mustache", package: "swift-mustache")],
                     swiftSettings: strict),
         .testTarget(name: "SyncTests", dependencies: ["Sync", "Database", "TidewayJSON"], swiftSettings: strict),

@@ -195,6 +195,7 @@ workers_up() {
         TIDEWAY_SOCKET=$run/worker-$i.sock TIDEWAY_DATABASE=$worker_db TIDEWAY_THREADS=$THREADS \
             TIDEWAY_REPLICA_DATABASE=${REPLICA_DATABASE:-} \
             TIDEWAY_HOME=$repo TIDEWAY_BLOB_ROOT=$blobs TIDEWAY_PUBLIC_URL=$public_url TIDEWAY_STATE=$STATE \
+            TIDEWAY_METRICS_DIR=$STATE/metrics \
             setsid "$repo/Deploy/dev/supervise.sh" "$run/worker-$i.pid" "$logs/worker-$i.log" "$WORKER" \
             </dev/null >>"$logs/worker-$i.log" 2>&1 &
         echo $! >"$run/supervise-$i.pid"
@@ -220,7 +221,7 @@ events_up() {
     say "starting the event publisher${EVENTS_LEADER:+ (when it holds the leader lock)}"
     local leader=()
     [[ -z ${EVENTS_LEADER:-} ]] || leader=("$repo/Deploy/cluster/leader.sh" "$worker_db" tideway-events --)
-    TIDEWAY_DATABASE=$worker_db TIDEWAY_EVENTS_SOCKET=$run/events-publish.sock \
+    TIDEWAY_DATABASE=$worker_db TIDEWAY_EVENTS_SOCKET=$run/events-publish.sock TIDEWAY_METRICS_DIR=$STATE/metrics \
         setsid "$repo/Deploy/dev/supervise.sh" "$run/events.pid" "$logs/events.log" "${leader[@]}" "$TIDEWAY" events \
         </dev/null >>"$logs/events.log" 2>&1 &
     echo $! >"$run/supervise-events.pid"
@@ -235,6 +236,7 @@ jobs_up() {
     if running "$run/supervise-jobs.pid" "$run/jobs.pid"; then return; fi
     say "starting jobs"
     TIDEWAY_DATABASE=$worker_db TIDEWAY_HOME=$repo TIDEWAY_BLOB_ROOT=$blobs TIDEWAY_STATE=$STATE \
+        TIDEWAY_METRICS_DIR=$STATE/metrics \
         setsid "$repo/Deploy/dev/supervise.sh" "$run/jobs.pid" "$logs/jobs.log" "$TIDEWAY" jobs \
         </dev/null >>"$logs/jobs.log" 2>&1 &
     echo $! >"$run/supervise-jobs.pid"

@@ -15,7 +15,17 @@ import Support
 ///    place), its SHA-256 checked against its name; the set checked against the manifest.
 /// 5. Verify: the restored database's census (rows and digest of every table, the blobs
 ///    photos name) must equal the backup's.
+/// 6. Cursors: every partition's clock, and its compaction horizon, move `cursorGap`
+///    numbers on. Devices may have synced past the backup (changes the restore has lost);
+///    their cursors stand before the new horizon, so their next pull of each partition
+///    answers `reset` (docs/sync-protocol.md) and they fetch the restored state afresh,
+///    while a change made after the restore is numbered past any cursor of the lost
+///    timeline, so none can be mistaken for a position in it. Every device resets, those
+///    whose cursor was behind the backup too: one full download each, never a silent gap.
 public struct RestoreRun {
+    /// More changes than one partition could have taken between a backup and its restore.
+    public static let cursorGap: Int64 = 1_000_000_000
+
     public let conninfo: String
     public let blobRoot: String
     public let folder: String
@@ -118,6 +128,12 @@ public struct RestoreRun {
             summary.differences.append("\(absent.count) blobs named by photos are not in the blob folder, e.g. \(absent.sorted()[0])")
         }
         summary.seconds["verify"] = Backup.seconds(since: step)
+        step = ContinuousClock.now
+        let moved = try Connection(conninfo: conninfo).execute(
+            "update app.partition_clocks set seq = seq + \(Self.cursorGap), compacted_seq = seq + \(Self.cursorGap)").affected
+        summary.seconds["cursors"] = Backup.seconds(since: step)
+        progress(String(format: "cursors: %.2f s (%d partitions moved on: devices reset on their next pull)",
+                        summary.seconds["cursors"]!, moved))
         summary.seconds["total"] = Backup.seconds(since: started)
         progress(String(format: "verify: %.2f s (%d tables, %@ rows: %@)", summary.seconds["verify"]!, summary.tables,
                         "\(summary.rows)", summary.differences.isEmpty ? "as backed up" : "\(summary.differences.count) differences"))

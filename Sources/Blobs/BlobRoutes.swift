@@ -1,3 +1,4 @@
+import CoreMetrics
 import Database
 import FastCGI
 import Foundation
@@ -68,6 +69,7 @@ package enum BlobRoutes {
             return ["photoId": .string(id), "sha256": .string(sha), "bytes": .int(Int64(received.count)),
                     "contentType": .string(type.rawValue), "pictureURL": .string(pictureURL(photoID: id))]
         }
+        Counter(label: "tideway_blob_bytes_stored_total").increment(by: received.count)
         return .json(answer, headers: [("Cache-Control", "no-store")])
     }
 
@@ -134,7 +136,7 @@ package enum BlobRoutes {
         let id = try photoID(context)
         let row = try context.asAPICaller(readOnly: true) { tx, _ in
             try tx.query("""
-                select b.sha256, b.content_type from app.photo_blobs b
+                select b.sha256, b.content_type, b.bytes from app.photo_blobs b
                   join sync.photos p on p.id = b.photo_id and p.partition = b.partition and not p.deleted
                  where b.photo_id = \(id)
                 """, thenCommit: true).first
@@ -148,6 +150,7 @@ package enum BlobRoutes {
         if let condition = context.request.headers["if-none-match"], matches(condition, etag: etag) {
             return HTTPResponse(status: 304, headers: headers)
         }
+        Counter(label: "tideway_blob_bytes_served_total").increment(by: Int64(row["bytes"].flatMap(Double.init) ?? 0))
         return HTTPResponse(status: 200, headers: headers + [
             ("Content-Type", type), ("X-Accel-Redirect", "/_blobs/" + BlobStore.relativePath(sha: sha)),
         ])

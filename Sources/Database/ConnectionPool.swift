@@ -16,6 +16,18 @@ public final class ConnectionPool: @unchecked Sendable {
     /// Tests only: the one connection every borrower gets (see `Connection.nesting`).
     private let pinned: Connection?
 
+    /// What the pools of this process report (set once at start, before any borrow: the
+    /// worker sends it to its metrics). This target knows no metrics.
+    public enum Event: Sendable {
+        /// A borrow waited this long for a connection to come back.
+        case waited(seconds: Double)
+        /// A connection could not be opened.
+        case connectFailed
+        /// Connections held open went up or down by this many.
+        case openChanged(Int)
+    }
+    nonisolated(unsafe) public static var observer: (@Sendable (Event) -> Void)?
+
     public init(conninfo: String, capacity: Int) {
         self.conninfo = conninfo
         self.capacity = max(1, capacity)
@@ -39,23 +51,31 @@ public final class ConnectionPool: @unchecked Sendable {
 
     private func borrow() throws(DatabaseError) -> Connection {
         condition.lock()
-        while idle.isEmpty && open >= capacity { condition.wait() }
+        if idle.isEmpty && open >= capacity {
+            let started = DispatchTime.now()
+            while idle.isEmpty && open >= capacity { condition.wait() }
+            Self.observer?(.waited(seconds: Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9))
+        }
         if let connection = idle.popLast() {
             if connection.isOpenAndQuiet {
                 condition.unlock()
                 return connection
             }
             open -= 1
+            Self.observer?(.openChanged(-1))
         }
         open += 1
         condition.unlock()
         do {
-            return try Connection(conninfo: conninfo)
+            let connection = try Connection(conninfo: conninfo)
+            Self.observer?(.openChanged(1))
+            return connection
         } catch {
             condition.lock()
             open -= 1
             condition.signal()
             condition.unlock()
+            Self.observer?(.connectFailed)
             throw error
         }
     }
@@ -66,6 +86,7 @@ public final class ConnectionPool: @unchecked Sendable {
             idle.append(connection)
         } else {
             open -= 1
+            Self.observer?(.openChanged(-1))
         }
         condition.signal()
         condition.unlock()

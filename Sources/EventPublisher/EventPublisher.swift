@@ -1,3 +1,4 @@
+import CoreMetrics
 import Database
 import Events
 import Foundation
@@ -54,8 +55,11 @@ public final class EventPublisher {
             if poll(&descriptor, 1, wait) < 0 && errno != EINTR {
                 throw DatabaseError(kind: .unavailable, detail: "poll failed")
             }
+            let received = DispatchTime.now()
             for note in try connection.notifications() {
                 publish(note.channel, note.payload)
+                // Lag: from reading the notification (delivered at commit) to nginx's answer.
+                Timer(label: "tideway_event_publish_lag_seconds").recordSeconds(Double(DispatchTime.now().uptimeNanoseconds - received.uptimeNanoseconds) / 1e9)
             }
             if !connection.isHealthy { throw DatabaseError(kind: .unavailable, detail: "listener connection lost") }
             if nextCheckpoint.timeIntervalSinceNow <= 0 {
@@ -74,6 +78,7 @@ public final class EventPublisher {
         for partition in missed {
             publish("tideway_changes", partition)
         }
+        Counter(label: "tideway_events_caught_up_total").increment(by: missed.count)
         if !missed.isEmpty { Log.info("events: announced \(missed.count) partitions changed while no publisher listened") }
         try closeRevokedStreams(connection)
     }
@@ -94,16 +99,19 @@ public final class EventPublisher {
                 let body = JSON.object(["partition": .string(payload)]).serializedBytes()
                 try nchan.send("POST", "/_publish/" + EventChannels.partition(payload), body: body,
                                headers: ["X-EventSource-Event": "change", "Content-Type": "application/json"])
+                Counter(label: "tideway_events_published_total", dimensions: [("kind", "change")]).increment()
             case "tideway_revoked":
                 let channels = payload.split(separator: ",").filter { $0.hasPrefix("l") && $0.count == 33 }
                 guard !channels.isEmpty else { return }
                 try nchan.send("DELETE", "/_publish/" + channels.joined(separator: ","), body: [], headers: [:])
+                Counter(label: "tideway_events_published_total", dimensions: [("kind", "revoke")]).increment(by: channels.count)
             default:
                 return
             }
         } catch {
             // The events are hints (clients pull); a lost one costs a client a later pull.
             Log.warning("events: cannot publish to nginx: \(error)")
+            Counter(label: "tideway_event_publish_errors_total").increment()
         }
     }
 }

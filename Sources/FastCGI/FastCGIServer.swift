@@ -5,26 +5,40 @@ import Synchronization
 /// A threaded FastCGI server: N threads, each with its own `FCGX_Request` and its own
 /// per-thread state (a database connection), accepting on one listening socket.
 ///
-/// SIGTERM: stop accepting, finish the requests in hand, exit. libfcgi's own handler
-/// only sets a flag that threads blocked in `accept()` never see, so signals are taken
-/// by a dedicated `sigwait` thread which sets that flag, wakes the threads blocked in
-/// accept with SIGUSR1 (libfcgi then returns from accept), and waits for the requests in
-/// hand. The listening socket itself is left as it is: under socket activation it is
-/// systemd's, and it must keep queueing connections for the next worker (a shutdown()
-/// of it made it refuse every connection until the socket unit restarted).
+/// SIGTERM (`systemctl restart`, the dev supervisor, a rolling upgrade) fails no request
+/// (docs/operations.md, "Restarts"); signals are taken by a dedicated `sigwait` thread:
+/// 1. A socket the worker bound itself (TIDEWAY_SOCKET) is unlinked first, so nginx's next
+///    connect fails at once and goes to another worker (`fastcgi_next_upstream error`,
+///    nothing sent yet, so a POST too); the connections already queued are served until
+///    the queue is empty. Under socket activation the socket is systemd's and is left as
+///    it is: it keeps queueing for the next worker (a shutdown() of it made it refuse
+///    every connection until the socket unit restarted).
+/// 2. libfcgi's shutdown flag is set (it accepts nothing more) and the threads blocked in
+///    accept() are woken: by shutdown() of our own socket, or by SIGUSR1 under socket
+///    activation.
+/// 3. nginx's kept-alive connections (`fastcgi_keep_conn`) are never cut from this side,
+///    which would race a request nginx is sending on them: each thread keeps answering
+///    requests on its connection until nginx closes it, which the upstream's
+///    `keepalive_timeout` (idle) and `keepalive_time` (age) bound to a few seconds
+///    (Deploy/nginx). The process ends when every thread has, or after `drainSeconds`.
 public final class FastCGIServer: Sendable {
     public typealias Handler = @Sendable (HTTPRequest) -> HTTPResponse
 
     private let listenFD: Int32
     private let threads: Int
+    /// The socket's path when the worker bound it itself (not under socket activation).
+    private let ownedPath: String?
     private let inFlight = Mutex(0)
+    private let serving = Mutex(0)
     private let stopping = Atomic<Bool>(false)
-    /// The threads waiting in accept() for a new connection (not on a kept-alive one).
-    private let accepting = Mutex<Set<UInt>>([])
+    /// The threads inside FCGX_Accept_r, with their request (whose ipcFd < 0 says the
+    /// thread is in, or on its way to, accept() rather than reading a kept-alive connection).
+    private let accepting = Mutex<[UInt: UInt]>([:])
 
-    public init(listenFD: Int32, threads: Int) {
+    public init(listenFD: Int32, threads: Int, ownedPath: String? = nil) {
         self.listenFD = listenFD
         self.threads = max(1, threads)
+        self.ownedPath = ownedPath
     }
 
     /// Runs until SIGTERM or SIGINT; returns after the requests in hand are answered
@@ -56,13 +70,41 @@ public final class FastCGIServer: Sendable {
 
         var received: Int32 = 0
         sigwait(&signals, &received)
+        let deadline = Date().addingTimeInterval(drainSeconds)
+        if let ownedPath {
+            unlinkIfOurs(ownedPath)
+            // Nothing new can arrive now: serve what is queued (a thread in accept takes it).
+            var queued = pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0)
+            while poll(&queued, 1, 0) > 0 && Date() < deadline { usleep(2_000) }
+            // The last one taken may still be in libfcgi's check that it sent something.
+            usleep(50_000)
+        }
         stopping.store(true, ordering: .sequentiallyConsistent)
         FCGX_ShutdownPending()
-        // Interrupts accept() (no SA_RESTART), and libfcgi returns since shutdown is pending.
-        for thread in accepting.withLock({ Array($0) }) { pthread_kill(pthread_t(thread), SIGUSR1) }
-        // Threads parked on nginx's kept-alive connections hold no request: do not wait for them.
-        let deadline = Date().addingTimeInterval(drainSeconds)
-        while inFlight.withLock({ $0 }) > 0 && Date() < deadline { usleep(10_000) }
+        if ownedPath != nil {
+            // Our own socket: shutdown() wakes every accept() on it (EINVAL), no signal needed.
+            shutdown(listenFD, Int32(SHUT_RDWR))
+        }
+        // Until every thread has left: wake those in accept() (SIGUSR1, no SA_RESTART: EINTR,
+        // and libfcgi returns since shutdown is pending), never one reading a kept-alive
+        // connection (its read would fail and cut the connection).
+        while serving.withLock({ $0 }) > 0 && Date() < deadline {
+            if ownedPath == nil {
+                let inAccept = accepting.withLock { $0.filter { tw_fcgx_ipc_fd(UnsafeMutablePointer(bitPattern: $0.value)) < 0 } }
+                for thread in inAccept.keys { pthread_kill(pthread_t(thread), SIGUSR1) }
+            }
+            usleep(10_000)
+        }
+        let left = inFlight.withLock { $0 }
+        if left > 0 { Self.logError("stopping with \(left) requests unanswered after \(drainSeconds) s", requestID: "") }
+    }
+
+    /// Unlinks the socket path only if it is still this socket (not a successor's).
+    private func unlinkIfOurs(_ path: String) {
+        var named = stat(), bound = stat()
+        guard stat(path, &named) == 0, fstat(listenFD, &bound) == 0,
+              named.st_ino == bound.st_ino, named.st_dev == bound.st_dev else { return }
+        unlink(path)
     }
 
     public var isStopping: Bool { stopping.load(ordering: .relaxed) }
@@ -80,15 +122,19 @@ public final class FastCGIServer: Sendable {
     }
 
     private func serve(makeHandler: @Sendable () -> Handler) {
+        serving.withLock { $0 += 1 }
+        defer { serving.withLock { $0 -= 1 } }
         let handler = makeHandler()
         guard let request = tw_fcgx_request_new(listenFD) else { return }
         let me = UInt(pthread_self())
-        while !isStopping {
-            // No connection in hand: this call waits in accept(), where shutdown wakes it.
-            let waitsInAccept = tw_fcgx_ipc_fd(request) < 0
-            if waitsInAccept { accepting.withLock { _ = $0.insert(me) } }
+        while true {
+            // Stopping: a thread with no connection in hand leaves; one with a kept-alive
+            // connection waits on it for nginx's next request or its close (then libfcgi,
+            // shutdown pending, returns instead of accepting).
+            if isStopping && tw_fcgx_ipc_fd(request) < 0 { break }
+            accepting.withLock { $0[me] = UInt(bitPattern: request) }
             let accepted = FCGX_Accept_r(request)
-            if waitsInAccept { accepting.withLock { _ = $0.remove(me) } }
+            accepting.withLock { _ = $0.removeValue(forKey: me) }
             guard accepted >= 0 else {
                 if isStopping { break }
                 usleep(1000)

@@ -18,6 +18,13 @@ public enum Listener {
     /// or closing them, each with nchan's unsubscribe hook) wait in the kernel rather than being
     /// refused. 1024 overflowed in the events benchmark; the kernel caps it at net.core.somaxconn
     /// (4096 by default since Linux 5.4).
+    /// The socket path the worker binds itself (and unlinks when it stops); nil under
+    /// socket activation, where the socket is systemd's.
+    public static func ownedPath(environment: [String: String]) -> String? {
+        if let fds = environment["LISTEN_FDS"], Int(fds) ?? 0 >= 1 { return nil }
+        return environment["TIDEWAY_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
     public static func open(environment: [String: String], backlog: Int32 = 4096) throws -> Int32 {
         if let fds = environment["LISTEN_FDS"], Int(fds) ?? 0 >= 1 {
             // LISTEN_PID names the process the sockets are for; a child started by us must not take them.

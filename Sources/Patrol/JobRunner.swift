@@ -1,4 +1,5 @@
 import Blobs
+import CoreMetrics
 import Database
 import Foundation
 import Support
@@ -73,12 +74,14 @@ public final class JobRunner {
             taken += 1
             do {
                 try perform(job)
+                Counter(label: "tideway_jobs_run_total", dimensions: [("outcome", "done")]).increment()
             } catch let error as DatabaseError where error.kind == .unavailable {
                 throw error
             } catch {
                 let permanent = error is Permanent || job.attempts >= Self.maxAttempts
                 Log.warning("jobs: job \(job.id) (\(job.kind) \(job.ref)) attempt \(job.attempts) failed: \(error)"
                             + (permanent ? "; giving up" : ""))
+                Counter(label: "tideway_jobs_run_total", dimensions: [("outcome", permanent ? "failed" : "retry")]).increment()
                 try connection.transaction(opening: ["select app.as_job_runner()"]) { tx in
                     _ = try tx.query("""
                         update app.jobs set last_error = \(String(describing: error).prefix(1000).description),
@@ -170,6 +173,7 @@ struct PhotoOffload {
         _ = try tx.query("select app.lock_blob(\(sha))")
         try runner.store.place(upload, sha: sha)
         let agency = String(job.partition.dropFirst("agency=".count))
+        Counter(label: "tideway_blob_bytes_stored_total").increment(by: bytes.count)
         try BlobRoutes.attach(photoID: job.ref, partition: job.partition, sha: sha, type: type, bytes: bytes.count,
                               caller: CallerInfo(serviceFor: agency), limits: runner.config.limits, in: tx, extra: extra)
     }

@@ -19,6 +19,10 @@ public struct Config: Sendable {
     /// A streaming replica for pulls (TIDEWAY_REPLICA_DATABASE, the worker role's conninfo
     /// there); nil: every query goes to `database`.
     public var replicaDatabase: String?
+    /// Where every process keeps its metrics file (TIDEWAY_METRICS_DIR; SharedMetrics):
+    /// the same folder for the workers, `tideway jobs` and `tideway events` of a host, so
+    /// `/metrics` shows them all. nil: each process shows only its own.
+    public var metricsDirectory: String?
     /// How long a pull waits for a lagging replica before the primary answers it instead.
     public var replicaWaitSeconds = 0.1
 
@@ -55,6 +59,7 @@ public struct Config: Sendable {
         publicURL = environment["TIDEWAY_PUBLIC_URL"] ?? "https://localhost:8443"
         registration = environment["TIDEWAY_REGISTRATION"] == "on"
         replicaDatabase = environment["TIDEWAY_REPLICA_DATABASE"].flatMap { $0.isEmpty ? nil : $0 }
+        metricsDirectory = environment["TIDEWAY_METRICS_DIR"].flatMap { $0.isEmpty ? nil : $0 }
         if let value = environment["TIDEWAY_REPLICA_WAIT_MS"].flatMap(Double.init) { replicaWaitSeconds = value / 1000 }
         if let value = environment["TIDEWAY_MAX_BODY_BYTES"].flatMap(Int.init) { limits.bodyBytes = value }
         if let value = environment["TIDEWAY_LOGIN_FREE_FAILURES"].flatMap(Int.init) { limits.loginFreeFailures = value }

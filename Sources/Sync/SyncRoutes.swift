@@ -1,4 +1,6 @@
+import CoreMetrics
 import FastCGI
+import Support
 import TidewayJSON
 import Web
 
@@ -70,6 +72,10 @@ enum PushRoute {
                                 limits: .init(documentBytes: limits.documentBytes))
         }
         service.presence.touch(context)
+        for result in results {
+            let outcome = result["status"]?.stringValue ?? "unknown"
+            Counter(label: "tideway_push_changes_total", dimensions: [("outcome", outcome), ("code", result["error"]?["code"]?.stringValue ?? "")]).increment()
+        }
         return .json(["results": .array(results)], headers: [("Cache-Control", "no-store")])
     }
 }

@@ -12,7 +12,6 @@ public final class App: Sendable {
     public let database: ConnectionPool
     public let templates: Templates
     public let secrets: Secrets
-    public let metrics = Metrics()
     /// The streaming replica pulls may read; nil without TIDEWAY_REPLICA_DATABASE.
     public let replica: ReplicaReads?
     private let router: Router
@@ -53,7 +52,7 @@ public final class App: Sendable {
             response = errorResponse(.notFound("no such path"), for: context)
         }
         if request.method == "HEAD" { response.body = .bytes([]) }
-        metrics.record(status: response.status, since: started)
+        Metrics.record(method: request.method, route: context.route, status: response.status, since: started)
         RequestLog.write(context, status: response.status, since: started)
         return response
     }

@@ -25,6 +25,7 @@ package enum HealthRoutes {
             let caller = try context.asAPICaller(readOnly: true) { _, caller in caller }
             guard caller.isGlobalAdmin else { throw AppError.forbidden("metrics are for global admins") }
         }
-        return HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4", text: context.app.metrics.prometheusText() + (context.app.replica?.prometheusText() ?? ""))
+        return HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4", text: Metrics.prometheusText(levels: Metrics.databaseLevels(context.app.database)),
+                            headers: [("Cache-Control", "no-store")])
     }
 }

@@ -1,5 +1,7 @@
+import CoreMetrics
 import Database
 import Foundation
+import Support
 import Synchronization
 
 /// Reads that may be served by a streaming replica (issue 19): pulls and long polls. The
@@ -44,20 +46,24 @@ public final class ReplicaReads: Sendable {
                                     then greatest(pg_wal_lsn_diff(\(lsn)::pg_lsn, pg_last_wal_replay_lsn()), 0) else 0 end as behind
                         """).first?.decodeIfPresent("behind", as: Double.self)
                     state.withLock { $0.behindBytes = behind ?? 0 }
+                    Gauge(label: "tideway_replica_behind_bytes").record(behind ?? 0)
                     if (behind ?? 0) <= 0 { break }
                     if Date() >= deadline {
                         state.withLock { $0.lagging += 1 }
+                        Counter(label: "tideway_replica_reads_total", dimensions: [("served_by", "primary"), ("reason", "replica_lagging")]).increment()
                         return nil
                     }
                     usleep(2_000)
                 }
                 let answer = try body(connection)
                 state.withLock { $0.servedByReplica += 1 }
+                Counter(label: "tideway_replica_reads_total", dimensions: [("served_by", "replica")]).increment()
                 return answer
             }
         } catch let error as DatabaseError where error.kind == .unavailable {
             state.withLock {
                 $0.unavailable += 1
+                Counter(label: "tideway_replica_reads_total", dimensions: [("served_by", "primary"), ("reason", "replica_unavailable")]).increment()
                 $0.skipUntil = Date().addingTimeInterval(5)
             }
             return nil
@@ -65,6 +71,7 @@ public final class ReplicaReads: Sendable {
             // A statement the replica refused (a recovery conflict, the caller's own 401):
             // the primary answers, and says the same if it was the caller's.
             state.withLock { $0.unavailable += 1 }
+            Counter(label: "tideway_replica_reads_total", dimensions: [("served_by", "primary"), ("reason", "replica_unavailable")]).increment()
             return nil
         }
     }
@@ -80,20 +87,5 @@ public final class ReplicaReads: Sendable {
     public var figures: Figures {
         state.withLock { Figures(servedByReplica: $0.servedByReplica, lagging: $0.lagging, unavailable: $0.unavailable,
                                  behindBytes: $0.behindBytes) }
-    }
-
-    func prometheusText() -> String {
-        let f = figures
-        return """
-            # HELP tideway_replica_reads_total Pulls of this worker process by where they were answered.
-            # TYPE tideway_replica_reads_total counter
-            tideway_replica_reads_total{served_by="replica"} \(f.servedByReplica)
-            tideway_replica_reads_total{served_by="primary",reason="replica_lagging"} \(f.lagging)
-            tideway_replica_reads_total{served_by="primary",reason="replica_unavailable"} \(f.unavailable)
-            # HELP tideway_replica_behind_bytes How far the replica's replay was behind the primary's position at the last pull that asked it.
-            # TYPE tideway_replica_behind_bytes gauge
-            tideway_replica_behind_bytes \(f.behindBytes)
-
-            """
     }
 }

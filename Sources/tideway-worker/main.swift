@@ -9,10 +9,12 @@ FastCGIServer.blockStopSignals()
 FastCGIServer.limitAllocatorArenas()
 let config = Config()
 do {
-    let listenFD = try Listener.open(environment: ProcessInfo.processInfo.environment)
+    let environment = ProcessInfo.processInfo.environment
+    let listenFD = try Listener.open(environment: environment)
+    Metrics.startProcess(role: "worker", config: config)
     let app = try Capabilities.start(config: config)
     Log.info("worker \(getpid()) serving with \(config.threads) threads")
-    FastCGIServer(listenFD: listenFD, threads: config.threads).run { { request in app.handle(request) } }
+    FastCGIServer(listenFD: listenFD, threads: config.threads, ownedPath: Listener.ownedPath(environment: environment)).run { { request in app.handle(request) } }
     Log.info("worker \(getpid()) stopped")
 } catch {
     Log.error("worker cannot start: \(error)")

@@ -109,6 +109,7 @@ struct Events: ParsableCommand {
         guard let conninfo = database ?? env["TIDEWAY_DATABASE"] else { throw ValidationError("set --database or TIDEWAY_DATABASE") }
         guard let path = socket ?? env["TIDEWAY_EVENTS_SOCKET"] else { throw ValidationError("set --socket or TIDEWAY_EVENTS_SOCKET") }
         guard recountEvery > 0 else { throw ValidationError("--recount-every must be positive") }
+        Metrics.startProcess(role: "events", config: Config())
         EventPublisher(conninfo: conninfo, publishSocket: path, recountEvery: recountEvery).run()
     }
 }
@@ -129,6 +130,7 @@ struct Jobs: ParsableCommand {
             print("jobs run: \(try runner.runDue())")
             return
         }
+        Metrics.startProcess(role: "jobs", config: config)
         try runner.runForever(sweepEvery: sweepEvery)
     }
 }

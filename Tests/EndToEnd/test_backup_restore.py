@@ -4,6 +4,7 @@ itself (initdb into a temp folder, its own unix socket, no TCP), then everything
 against the source: documents, users, logins (a revoked one stays revoked), report history
 chains (`tideway verify-history`), photo blobs (bytes and SHA-256)."""
 import getpass
+import json
 import os
 import shutil
 import subprocess
@@ -14,8 +15,8 @@ import uuid
 import psycopg2
 import pytest
 
-from conftest import ADMIN_DB, PASSWORD, STATE, api, login, new_user
-from patrol_support import BLOB_ROOT, TIDEWAY, blob_path, fake_jpeg, new_photo, push_one, sha, tideway, tool_env
+from conftest import ADMIN_DB, PASSWORD, STATE, api, fastcgi, login, new_user
+from patrol_support import BLOB_ROOT, REPO, TIDEWAY, blob_path, fake_jpeg, new_photo, push_one, sha, tideway, tool_env
 
 PG_BIN = "/usr/lib/postgresql/15/bin"
 ROOT = os.getuid() == 0
@@ -99,6 +100,8 @@ def test_backup_then_restore_onto_a_fresh_cluster_gives_back_everything(fresh):
         r = api("PUT", f"/api/v1/blobs/{pid}", tok, data=data, headers={"Content-Type": "image/jpeg"})
         assert r.status_code in (200, 201), r.text
         photos[pid] = sha(data)
+    # A device's cursor at the backup (it will be behind the restored data, or level with it).
+    behind = pull_all(lambda body: api("POST", "/api/v1/sync/pull", tok, json=body).json(), None)
 
     out, backup_seconds = run_tool("backup", fresh["backup"])
     print(f"\nbackup ({backup_seconds:.2f} s):\n{out.stdout}")
@@ -153,6 +156,14 @@ def test_backup_then_restore_onto_a_fresh_cluster_gives_back_everything(fresh):
         cur.execute("select count(*) from sync.reports where id = %s", (rid,))
         assert cur.fetchone()[0] == 1
 
+    # Meanwhile on the source, the device syncs a change made after the backup (one the
+    # restore has lost): its cursor stands past the restored data.
+    lost = str(uuid.uuid4())
+    push_one(tok, "backup-tablet", collection="reports", partition="agency=Gabon", id=lost, op="insert", doc=REPORT)
+    past = pull_all(lambda body: api("POST", "/api/v1/sync/pull", tok, json=body).json(), behind)
+    assert past != behind
+    devices_reset_cleanly(fresh, tok, behind, past, rid, lost)
+
     # A second restore onto the now full database is refused; so is a damaged backup.
     again, _ = run_tool("restore", "--database", fresh["db"], "--blob-root", fresh["blobs"], fresh["backup"], check=False)
     assert again.returncode != 0 and "not empty" in again.stderr + again.stdout
@@ -165,6 +176,70 @@ def test_backup_then_restore_onto_a_fresh_cluster_gives_back_everything(fresh):
         f.write(bytes([byte[0] ^ 0xFF]))
     broken, _ = run_tool("restore", "--database", fresh["db"], "--blob-root", fresh["blobs"], damaged, check=False)
     assert broken.returncode != 0 and "damaged" in broken.stderr + broken.stdout
+
+
+def pull_all(pull, cursor):
+    """Pulls agency=Gabon from `cursor` to its end; answers the last cursor."""
+    while True:
+        answer = pull({"partitions": {"agency=Gabon": cursor}, "limit": 1000})["partitions"]["agency=Gabon"]
+        assert answer["status"] == "ok", answer
+        cursor = answer["cursor"]
+        if not answer["more"]:
+            return cursor
+
+
+def devices_reset_cleanly(fresh, tok, behind, past, kept, lost):
+    """A worker on the restored database: a device whose cursor stands past the restored data
+    (it pulled a change the restore lost), and one level with the backup, get `reset` rather
+    than a silent gap; pulling afresh gives the restored state, and a change made after the
+    restore reaches them."""
+    folder = tempfile.mkdtemp(prefix="restored-worker-", dir=STATE)
+    sock = os.path.join(folder, "worker.sock")
+    worker = subprocess.Popen(
+        [os.path.join(os.path.dirname(TIDEWAY), "tideway-worker")],
+        env={**os.environ, "TIDEWAY_DATABASE": fresh["db"].replace(f"user={PG_USER}", "user=tideway_worker"),
+             "TIDEWAY_SOCKET": sock, "TIDEWAY_THREADS": "2", "TIDEWAY_HOME": REPO,
+             "TIDEWAY_BLOB_ROOT": fresh["blobs"], "TIDEWAY_METRICS_DIR": ""},
+        stdout=subprocess.DEVNULL, stderr=open(os.path.join(folder, "worker.log"), "w"))
+    try:
+        def pull(body):
+            status, _, answer = fastcgi(sock, "POST", "/api/v1/sync/pull",
+                                        headers={"Authorization": f"Bearer {tok}", "Content-Type": "application/json"},
+                                        body=json.dumps(body).encode())
+            assert status == 200, answer
+            return json.loads(answer)
+
+        deadline = time.monotonic() + 30
+        while not os.path.exists(sock):
+            assert time.monotonic() < deadline and worker.poll() is None, "the worker on the restored database did not start"
+            time.sleep(0.1)
+        for cursor in (past, behind):
+            answer = pull({"partitions": {"agency=Gabon": cursor}})["partitions"]["agency=Gabon"]
+            assert answer["status"] == "reset", answer
+        ids = set()
+        cursor = None
+        while True:
+            answer = pull({"partitions": {"agency=Gabon": cursor}, "limit": 1000})["partitions"]["agency=Gabon"]
+            assert answer["status"] == "ok", answer
+            ids |= {c["id"] for c in answer["changes"]}
+            cursor = answer["cursor"]
+            if not answer["more"]:
+                break
+        assert kept in ids and lost not in ids
+        # Work goes on: a change made after the restore reaches the device that pulled afresh.
+        after = str(uuid.uuid4())
+        status, _, body = fastcgi(sock, "POST", "/api/v1/sync/push",
+                                  headers={"Authorization": f"Bearer {tok}", "Content-Type": "application/json"},
+                                  body=json.dumps({"clientId": "backup-tablet", "changes": [
+                                      {"changeId": uuid.uuid4().hex, "collection": "reports", "partition": "agency=Gabon",
+                                       "id": after, "op": "insert", "doc": REPORT}]}).encode())
+        assert status == 200 and json.loads(body)["results"][0]["status"] == "applied", body
+        answer = pull({"partitions": {"agency=Gabon": cursor}})["partitions"]["agency=Gabon"]
+        assert answer["status"] == "ok" and after in [c["id"] for c in answer["changes"]], answer
+    finally:
+        worker.terminate()
+        worker.wait(20)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_backup_refuses_a_folder_that_is_not_empty(tmp_path):

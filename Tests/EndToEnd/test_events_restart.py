@@ -5,11 +5,12 @@ streams within the stated bound."""
 import os
 import signal
 import socket
+import threading
 import time
 import uuid
 
 from conftest import STATE, admin_db, api, login, new_user
-from synclib import Client, Replica, new_agency
+from synclib import Client, Replica, new_agency, user_id
 
 from test_events import Stream, wait_until_subscribed
 
@@ -18,6 +19,8 @@ from test_events import Stream, wait_until_subscribed
 # on start: EventPublisher.checkpointSeconds).
 REVOKED_STREAM_BOUND = 15
 KILLS = 20  # kill -9 of the publisher, each with a change committed 20 ms later
+# How long a committed change may take to reach a subscriber when the publisher restarts.
+EVENT_BOUND = 10
 
 
 def reporter(email, agency):
@@ -174,3 +177,117 @@ def test_a_revocation_whose_notification_is_lost_still_closes_the_stream_within_
         wait_for_end(stream, REVOKED_STREAM_BOUND)
     finally:
         hang_up(stream)
+
+
+class TimedStream(Stream):
+    """A Stream that notes when it ended."""
+    ended_at = None
+
+    def _read(self):
+        super()._read()
+        self.ended_at = time.monotonic()
+
+
+def new_conversations(uid, count):
+    """Conversations of one member and no message yet: nothing has ever been published to
+    them, so any event on one is the event of the push the test makes there."""
+    ids = ["conv-" + uuid.uuid4().hex[:12] for _ in range(count)]
+    with admin_db() as conn, conn.cursor() as cur:
+        for cid in ids:
+            cur.execute("insert into app.conversations (id, display_name, created_by) values (%s, 'kills', %s)",
+                        (cid, uid))
+            cur.execute("insert into app.conversation_members (conversation_id, user_id) values (%s, %s)", (cid, uid))
+    return ids
+
+
+def test_20_publisher_kills_under_load_lose_no_event_and_leave_no_revoked_stream_open():
+    """Issue 20, must show: pushes, pulls and event streams go on while `tideway events` is
+    killed 20 times; every push (each to a partition of its own, so no other event can stand
+    in for it) produces its event, and a login signed out while the publisher was down has
+    its stream closed within the bound."""
+    writers, per_writer = 3, 80
+    stop, outcomes, problems = threading.Event(), [], []
+
+    def write(email, uid):
+        access = login(email)["accessToken"]
+        client = Replica(Client(token=access))
+        conversations = new_conversations(uid, per_writer)
+        # Streams of 10 partitions each (nginx's auth subrequest refuses much longer URIs).
+        streams = {}
+        for start in range(0, per_writer, 10):
+            stream = Stream(access, [f"conversation={c}" for c in conversations[start:start + 10]])
+            assert stream.status == 200
+            streams.update({c: stream for c in conversations[start:start + 10]})
+        wait_until_subscribed(stream)
+        seen = set()
+        try:
+            for cid in conversations:
+                stream = streams[cid]
+                if stop.is_set():
+                    break
+                mid = uuid.uuid4().hex
+                pushed_at = time.monotonic()
+                result = client.push_one({"collection": "chatMessages", "partition": f"conversation={cid}", "id": mid,
+                                          "op": "insert", "doc": {"text": "kill", "timestamp": "2026-11-21T10:00:00Z"}})
+                if result["status"] != "applied":
+                    problems.append(("push", result))
+                    continue
+                while cid not in seen:
+                    event = stream.next(timeout=max(0.1, pushed_at + EVENT_BOUND - time.monotonic()))
+                    if event in (None, "timeout"):
+                        problems.append(("no event", cid, event))
+                        break
+                    for other in conversations:
+                        if f'"conversation={other}"' in event["data"]:
+                            seen.add(other)
+                if cid in seen:
+                    outcomes.append(time.monotonic() - pushed_at)
+                r = client.client.pull_raw({"agency=Gabon": None}, limit=5)
+                if r.status_code != 200:
+                    problems.append(("pull", r.status_code))
+                time.sleep(0.3)
+        finally:
+            for stream in set(streams.values()):
+                hang_up(stream)
+
+    emails = [new_user(agency="Gabon") for _ in range(writers)]
+    threads = [threading.Thread(target=write, args=(e, user_id(e))) for e in emails]
+    victim = new_user()
+    victims = []
+    for _ in range(KILLS):
+        access = login(victim)["accessToken"]
+        stream = TimedStream(access, ["agency=Gabon"])
+        assert stream.status == 200
+        victims.append((access, stream))
+    wait_until_subscribed(victims[-1][1])
+    time.sleep(1)  # the subscribe hooks have counted the streams
+    for t in threads:
+        t.start()
+    signed_out = []
+    try:
+        time.sleep(1)
+        for access, _ in victims:
+            old = kill_publisher(while_down=lambda: signed_out.append(
+                (time.monotonic(), api("POST", "/api/v1/auth/logout", access).status_code)))
+            wait_for_new_publisher(old)
+            time.sleep(0.5)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(EVENT_BOUND + 30)
+    assert [status for _, status in signed_out] == [204] * KILLS
+    still_open = []
+    for (at, _), (_, stream) in zip(signed_out, victims):
+        deadline = at + REVOKED_STREAM_BOUND
+        while stream.ended_at is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if stream.ended_at is None or stream.ended_at > deadline:
+            still_open.append(round(time.monotonic() - at, 1))
+        hang_up(stream)
+    lags = sorted(outcomes)
+    print(f"\n{KILLS} publisher kills: {len(outcomes)} pushes with their event "
+          f"(lag median {lags[len(lags) // 2] * 1000:.0f} ms, max {lags[-1] * 1000:.0f} ms), "
+          f"{len(problems)} problems, {len(still_open)} revoked streams open past {REVOKED_STREAM_BOUND} s")
+    assert problems == [], problems[:5]
+    assert still_open == []
+    assert len(outcomes) >= 2 * KILLS

@@ -187,7 +187,7 @@ def test_metrics_answer_from_loopback():
     assert r.status_code == 200, r.text
     assert r.headers["Content-Type"].startswith("text/plain")
     assert "# TYPE tideway_requests_total counter" in r.text
-    assert 'tideway_requests_total{status="200"}' in r.text
+    assert 'tideway_requests_total{method="GET",route="/healthz",status="200"}' in r.text
 
 
 def test_metrics_refuse_other_addresses_without_a_global_admin():

@@ -18,7 +18,8 @@ WORKER = os.path.join(REPO, ".build/release/tideway-worker")
 def start_worker(listener, log):
     """The worker with the socket at fd 3, as systemd passes it (LISTEN_PID is the child's own pid)."""
     env = {**os.environ, "TIDEWAY_DATABASE": WORKER_DB, "TIDEWAY_THREADS": "4", "TIDEWAY_HOME": REPO,
-           "TIDEWAY_BLOB_ROOT": os.path.join(STATE, "blobs"), "TIDEWAY_STATE": STATE, "LISTEN_FDS": "1"}
+           "TIDEWAY_BLOB_ROOT": os.path.join(STATE, "blobs"), "TIDEWAY_STATE": STATE, "LISTEN_FDS": "1",
+           "TIDEWAY_METRICS_DIR": os.path.join(STATE, "metrics")}
     env.pop("TIDEWAY_SOCKET", None)
 
     # LISTEN_PID must name the worker itself: set in the child, after fork, before exec.
