@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <signal.h>
+#include <malloc.h>
 
 /* libfcgi keeps a pointer back to the request: it must live at a stable heap address. */
 static inline FCGX_Request *tw_fcgx_request_new(int listen_fd) {
@@ -16,4 +17,7 @@ static inline FCGX_Stream *tw_fcgx_in(FCGX_Request *r) { return r->in; }
 static inline FCGX_Stream *tw_fcgx_out(FCGX_Request *r) { return r->out; }
 static inline FCGX_ParamArray tw_fcgx_envp(FCGX_Request *r) { return r->envp; }
 static inline int tw_fcgx_ipc_fd(FCGX_Request *r) { return r->ipcFd; }
+/* glibc's allocator: at most `n` arenas (MALLOC_ARENA_MAX), and giving freed memory back. */
+static inline void tw_malloc_arena_max(int n) { mallopt(M_ARENA_MAX, n); }
+static inline void tw_malloc_trim(void) { malloc_trim(0); }
 #endif

@@ -141,16 +141,26 @@ public final class FastCGIServer: Sendable {
                 continue
             }
             inFlight.withLock { $0 += 1 }
-            answer(request, with: handler)
+            let large = answer(request, with: handler)
             FCGX_Finish_r(request)
             inFlight.withLock { $0 -= 1 }
+            // A large request or response (a full pull, a push with inline photos, a CSV
+            // export) leaves megabytes free inside the allocator's arenas, which glibc keeps:
+            // give them back now, so that RSS stays near what the threads hold at rest
+            // (docs/performance.md, "Worker memory"). Small requests skip it.
+            if large { tw_malloc_trim() }
         }
     }
 
-    private func answer(_ raw: UnsafeMutablePointer<FCGX_Request>, with handler: Handler) {
+    /// A request or response body from this size on counts as large (see `serve`).
+    static let largeBody = 256 * 1024
+
+    /// Answers one request; true when its request or response body was large.
+    private func answer(_ raw: UnsafeMutablePointer<FCGX_Request>, with handler: Handler) -> Bool {
         let params = Self.params(of: raw)
         let input = tw_fcgx_in(raw)
         let length = params["CONTENT_LENGTH"].flatMap { Int($0) }
+        var large = (length ?? 0) >= Self.largeBody
         let body = RequestBody(declaredLength: length) { buffer in
             Int(FCGX_GetStr(buffer.baseAddress!.assumingMemoryBound(to: CChar.self), Int32(buffer.count), input))
         }
@@ -173,10 +183,22 @@ public final class FastCGIServer: Sendable {
         switch response.body {
         case .bytes(let bytes):
             writer.write(bytes)
+            large = large || bytes.count >= Self.largeBody
         case .stream(let produce):
             // The head is out already; a failure now can only cut the body short.
             try? produce(writer)
+            large = true
         }
+        return large
+    }
+
+    /// At most `count` glibc malloc arenas, unless MALLOC_ARENA_MAX says otherwise. glibc
+    /// makes up to 8 per core, one per thread that finds the others locked: with 32 threads
+    /// each keeps the high-water mark of whatever its threads once held. Call it first in
+    /// `main`, before threads start (an arena once made stays).
+    public static func limitAllocatorArenas(to count: Int32 = 2) {
+        guard getenv("MALLOC_ARENA_MAX") == nil else { return }
+        tw_malloc_arena_max(count)
     }
 
     /// One line on standard error, in the format of the product's log.

@@ -61,6 +61,16 @@ public final class HTTPRequest {
     /// The media type without parameters, lower-cased (`application/json`).
     public var mediaType: String? {
         guard let type = headers["content-type"] else { return nil }
+        let utf8 = type.utf8
+        if utf8.allSatisfy({ $0 < 0x80 }) {
+            // Every request with a body asks: on bytes (Character and Unicode case
+            // mapping cost a tenth of an idle poll's worker CPU).
+            let blank = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+            let bare = utf8.prefix { $0 != UInt8(ascii: ";") }
+            guard let first = bare.firstIndex(where: { !blank($0) }), let last = bare.lastIndex(where: { !blank($0) })
+            else { return "" }
+            return String(decoding: bare[first...last].map { (65...90).contains($0) ? $0 + 32 : $0 }, as: UTF8.self)
+        }
         let bare = type.prefix { $0 != ";" }.drop { $0 == " " || $0 == "\t" }
         return String(bare.reversed().drop { $0 == " " || $0 == "\t" }.reversed()).lowercased()
     }

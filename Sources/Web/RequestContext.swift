@@ -69,6 +69,12 @@ public final class RequestContext {
 
     static func bearerToken(in header: String?) -> String? {
         guard let header else { return nil }
+        // What every client sends, on bytes: `Bearer <token>` (no blanks around the token).
+        let utf8 = header.utf8
+        if utf8.count > 7, utf8.starts(with: "Bearer ".utf8), let last = utf8.last, last != UInt8(ascii: " "),
+           last != UInt8(ascii: "\t"), utf8.dropFirst(7).first.map({ $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") }) == true {
+            return String(header.dropFirst(7))
+        }
         let parts = header.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
         // Tokens are base64url: any blank in or around one makes it unknown anyway.

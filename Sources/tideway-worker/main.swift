@@ -6,6 +6,7 @@ import Web
 // The worker only wires things: configuration, the socket, the application, the threads.
 // Before any thread starts: SIGTERM must reach only the server's drain (FastCGIServer.run).
 FastCGIServer.blockStopSignals()
+FastCGIServer.limitAllocatorArenas()
 let config = Config()
 do {
     let environment = ProcessInfo.processInfo.environment

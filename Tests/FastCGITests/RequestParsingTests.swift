@@ -27,6 +27,8 @@ import Testing
         #expect(type("Application/JSON; charset=utf-8") == "application/json")
         #expect(type("  application/json \t; x=y") == "application/json")
         #expect(type(";charset=utf-8") == "")
+        #expect(type(" \t ") == "")
+        #expect(type("Text/Ünï ; a=b") == "text/ünï")  // not ASCII: the Unicode path
         #expect(type(nil) == nil)
     }
 
@@ -57,6 +59,9 @@ import Testing
         #expect(token("Bearer abc-_1") == "abc-_1")
         #expect(token("bearer  abc \t") == "abc")
         #expect(token("Bearer ") == nil)
+        #expect(token("Bearer \tabc") == "abc")
+        #expect(token("Bearer a b") == "a b")
+        #expect(token("Bearer abc ") == "abc")
         #expect(token("Bearer") == nil)
         #expect(token("Basic abc") == nil)
         #expect(token(nil) == nil)

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Issue 22, the read side and events: full pull of one agency's 5,000 reports, the pull of
+# the 100 changed, 32 clients idle-polling, write -> event at one subscriber, worker RSS
+# after a mixed load, authorized blob download vs nginx -- each against PostgreSQL alone
+# (or nginx alone) in the same run, with server CPU per operation. Run by
+# Deploy/dev/bench.sh (`BENCH=22 make bench`); never fails on numbers.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+: "${TIDEWAY_BENCH_URL:?run through Deploy/dev/bench.sh (make bench)}"
+command -v pgbench >/dev/null && command -v wrk >/dev/null || { echo "22-reads: pgbench and wrk are needed"; exit 1; }
+superuser=$([[ $(id -u) == 0 ]] && echo postgres || id -un)
+export BENCH_ADMIN_DATABASE="host=$TIDEWAY_BENCH_STATE/run dbname=tideway user=$superuser"
+
+echo "seeding 5,000 reports per agency (idempotent)..."
+"$repo/.build/release/tideway" seed-demo --reports 5000 --database "$BENCH_ADMIN_DATABASE" --home "$repo"
+
+exec /usr/bin/python3 "$repo/Bench/reads_bench.py"
