@@ -67,12 +67,14 @@ enum PullRoute {
         }
         // One statement, its own transaction (no BEGIN/COMMIT around it: a third of the
         // database's work per idle poll); app.unchanged checks the token first, and only reads.
+        // Prepared once per connection (parsing and planning it was about 15% of PostgreSQL's
+        // share of an idle poll, docs/performance.md); its plan is a function call either way.
         let position: SQL = context.app.replica == nil ? "null" : "pg_current_wal_lsn()::text"
         let row = try context.app.database.withConnection { connection in
-            try connection.execute("""
+            try connection.execute(.reused("""
                 select app.unchanged(\(Tokens.hash(token)), \(names)::text[], \(seqs)::bigint[], \(horizons)::bigint[]) as same,
                        \(position) as lsn
-                """).first
+                """)).first
         }
         guard try row?.decode("same", as: Bool.self) == true else { return (nil, try row?.decodeIfPresent("lsn", as: String.self)) }
         let key = context.app.secrets.cursorKey
