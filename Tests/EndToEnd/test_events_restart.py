@@ -200,6 +200,18 @@ def new_conversations(uid, count):
     return ids
 
 
+def conversation_streams(access, conversations):
+    """An open event stream for every conversation, 10 partitions to a stream (nginx's auth
+    subrequest refuses much longer URIs), subscribed: conversation → its stream."""
+    streams = {}
+    for start in range(0, len(conversations), 10):
+        stream = Stream(access, [f"conversation={c}" for c in conversations[start:start + 10]])
+        assert stream.status == 200
+        streams.update({c: stream for c in conversations[start:start + 10]})
+    wait_until_subscribed(stream)
+    return streams
+
+
 def test_20_publisher_kills_under_load_lose_no_event_and_leave_no_revoked_stream_open():
     """Issue 20, must show: pushes, pulls and event streams go on while `tideway events` is
     killed 20 times; every push (each to a partition of its own, so no other event can stand
@@ -212,13 +224,7 @@ def test_20_publisher_kills_under_load_lose_no_event_and_leave_no_revoked_stream
         access = login(email)["accessToken"]
         client = Replica(Client(token=access))
         conversations = new_conversations(uid, per_writer)
-        # Streams of 10 partitions each (nginx's auth subrequest refuses much longer URIs).
-        streams = {}
-        for start in range(0, per_writer, 10):
-            stream = Stream(access, [f"conversation={c}" for c in conversations[start:start + 10]])
-            assert stream.status == 200
-            streams.update({c: stream for c in conversations[start:start + 10]})
-        wait_until_subscribed(stream)
+        streams = conversation_streams(access, conversations)
         seen = set()
         try:
             for cid in conversations:

@@ -13,8 +13,8 @@ import uuid
 
 from conftest import ADMIN_DB, STATE, admin_db, login, new_user, worker_pids
 from synclib import Client, Replica, user_id
-from test_events import Stream, wait_until_subscribed
-from test_events_restart import EVENT_BOUND, hang_up, new_conversations, publisher_pid, wait_for_new_publisher
+from test_events_restart import (EVENT_BOUND, conversation_streams, hang_up, new_conversations, publisher_pid,
+                                 wait_for_new_publisher)
 from test_operations import healthz_direct
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -72,12 +72,7 @@ def test_a_rolling_upgrade_under_load_fails_no_request_and_loses_no_event(tmp_pa
         access = login(email)["accessToken"]
         client = Replica(Client(token=access))
         conversations = new_conversations(uid, per_writer)
-        streams = {}
-        for start in range(0, per_writer, 10):
-            stream = Stream(access, [f"conversation={c}" for c in conversations[start:start + 10]])
-            assert stream.status == 200
-            streams.update({c: stream for c in conversations[start:start + 10]})
-        wait_until_subscribed(stream)
+        streams = conversation_streams(access, conversations)
         seen = set()
         try:
             for cid in conversations:
