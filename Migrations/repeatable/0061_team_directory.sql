@@ -78,36 +78,33 @@ create or replace trigger teams_directory after insert or update on app.teams
     for each row execute function app.teams_after_change();
 
 -- Grants change one at a time from the API, by the thousand from scripts: once per
--- statement, once per team it touched (transition tables are per event, hence two
--- functions: the new rows of inserts and updates, the old rows of deletes).
-create or replace function app.grants_after_insert() returns trigger
+-- statement, once per team it touched. Transition tables are per event: deletes see the
+-- old rows, inserts and updates the new (PL/pgSQL plans only the branch that runs).
+create or replace function app.grants_after_change() returns trigger
 language plpgsql security definer set search_path = app, pg_temp as $$
 declare
     team_id uuid;
 begin
-    for team_id in select distinct substr(partition, 6)::uuid from changed_new loop
-        perform app.team_directory_refresh(team_id);
-    end loop;
+    if tg_op = 'DELETE' then
+        for team_id in select distinct substr(partition, 6)::uuid from changed_old loop
+            perform app.team_directory_refresh(team_id);
+        end loop;
+    else
+        for team_id in select distinct substr(partition, 6)::uuid from changed_new loop
+            perform app.team_directory_refresh(team_id);
+        end loop;
+    end if;
     return null;
 end
 $$;
-create or replace function app.grants_after_delete() returns trigger
-language plpgsql security definer set search_path = app, pg_temp as $$
-declare
-    team_id uuid;
-begin
-    for team_id in select distinct substr(partition, 6)::uuid from changed_old loop
-        perform app.team_directory_refresh(team_id);
-    end loop;
-    return null;
-end
-$$;
+drop function if exists app.grants_after_insert() cascade;
+drop function if exists app.grants_after_delete() cascade;
 create or replace trigger grants_directory_insert after insert on app.grants
-    referencing new table as changed_new for each statement execute function app.grants_after_insert();
+    referencing new table as changed_new for each statement execute function app.grants_after_change();
 create or replace trigger grants_directory_update after update on app.grants
-    referencing new table as changed_new for each statement execute function app.grants_after_insert();
+    referencing new table as changed_new for each statement execute function app.grants_after_change();
 create or replace trigger grants_directory_delete after delete on app.grants
-    referencing old table as changed_old for each statement execute function app.grants_after_delete();
+    referencing old table as changed_old for each statement execute function app.grants_after_change();
 
 -- A member renamed, moved to another agency, deactivated or reactivated: their teams' listings.
 create or replace function app.users_after_team_profile_change() returns trigger
