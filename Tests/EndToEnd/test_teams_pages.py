@@ -152,3 +152,27 @@ def test_who_may_open_and_post_the_team_pages():
     for action in ("team.create", "grant.set", "team.update", "team.archive", "grant.revoke"):
         assert action in audit, action
     assert "Archived" in audit and "Renamed crew" in audit
+
+
+def test_the_task_form_refuses_bad_input_and_writes_nothing():
+    key = new_agency()
+    admin_email = new_user(role="agencyAdmin", agency=key)
+    team_id = new_team(admin_email, key, "Form crew")[5:]
+    admin = browser_as(admin_email)
+
+    def tasks():
+        with admin_db() as conn, conn.cursor() as cur:
+            cur.execute("select (select count(*) from sync.agency_tasks where partition = %s),"
+                        " (select count(*) from sync.tasks where partition = %s)", (f"agency={key}", f"team={team_id}"))
+            return cur.fetchone()
+
+    before = tasks()
+    for bad in ({"title": ""}, {"title": "x" * 201}, {"title": "t", "lon": "nan", "lat": "0"},
+                {"title": "t", "lon": "inf", "lat": "0"}, {"title": "t", "lon": "500", "lat": "0"},
+                {"title": "t", "lon": "9", "lat": "-91"}, {"title": "t", "dueDate": "2026-13-45x"},
+                {"title": "t", "description": "x" * 70_000}):
+        r = post(admin, f"/teams/{team_id}/tasks", bad)
+        assert 400 <= r.status_code < 500, (bad.keys(), r.status_code)
+    assert tasks() == before
+    assert post(admin, f"/teams/{team_id}/tasks", {"title": "t", "lon": "9.5", "lat": "0.5"}).status_code == 303
+    assert tasks() == (before[0] + 1, before[1] + 1)
