@@ -17,6 +17,7 @@ if not (shutil.which("chromedriver") and os.path.exists("/usr/bin/chromium")):
     pytest.skip("chromium and chromium-driver are not installed", allow_module_level=True)
 
 from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.expected_conditions import staleness_of  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 from test_admin_browser import chromium, shot, sign_in  # noqa: E402
 
@@ -68,7 +69,10 @@ def test_an_admin_creates_a_team_grants_two_officers_and_assigns_a_task():
         form = driver.find_element(By.CSS_SELECTOR, "form[action$='/tasks']")
         form.find_element(By.NAME, "title").send_keys("Count the nets in the reserve")
         form.find_element(By.NAME, "mpa").send_keys("Reef <b>area</b>")
+        page = driver.find_element(By.TAG_NAME, "html")
         submit(driver, form)
+        # The answer redirects to the same URL: wait for the old page to go before reading the new.
+        wait.until(staleness_of(page))
         wait.until(lambda d: "Count the nets" in d.find_element(By.ID, "tasks").text)
         figure = driver.find_element(By.CSS_SELECTOR, "#chart-map svg.map")
         dots = figure.find_elements(By.CSS_SELECTOR, "circle.point")
