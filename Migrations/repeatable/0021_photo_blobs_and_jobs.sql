@@ -86,3 +86,31 @@ $$;
 create or replace trigger report_photos_delete after update on sync.reports
     for each row when (new.deleted and not old.deleted)
     execute function app.delete_report_photos();
+
+-- A blob download's one statement (BlobRoutes.download), its own transaction: the caller's
+-- token is checked (app.authenticate: an unknown, expired or revoked token fails here as
+-- everywhere), then the photo's stored content is read if the caller may read the photo's
+-- partition now (app.can_read, as app.unchanged does). Nothing is remembered between
+-- downloads: a revoked token, a user moved to another agency or a photo moved out of reach
+-- is refused at the next request. One row: the caller (for the request's log line), with
+-- null content when the photo has none the caller may see. PL/pgSQL, security definer:
+-- its query is planned once per connection, and one app.can_read of one partition replaces
+-- the two tables' read policies (the owner reads past row-level security, so the check is
+-- the function's own). It replaces BEGIN, the claims statement, the query and COMMIT
+-- (docs/performance.md, "Blobs, this round").
+create or replace function app.blob_for_download(token_hash bytea, photo text)
+returns table (user_id uuid, sha256 text, content_type text, bytes bigint)
+language plpgsql security definer set search_path = app, pg_temp as $$
+#variable_conflict use_column
+declare
+    caller uuid;
+begin
+    select a.user_id into caller from app.authenticate(token_hash, 'access') a;
+    return query
+        select caller, b.sha256, b.content_type, b.bytes
+          from (values (1)) as one
+          left join (app.photo_blobs b
+                     join sync.photos p on p.id = b.photo_id and p.partition = b.partition and not p.deleted)
+            on b.photo_id = photo and app.can_read(b.partition);
+end
+$$;

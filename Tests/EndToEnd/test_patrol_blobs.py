@@ -10,7 +10,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from conftest import CA, URL, admin_db, api, token
+from conftest import CA, URL, admin_db, api, error_of, login, new_user, token
 from patrol_support import (all_blob_files, blob_path, fake_jpeg, new_photo, push_one, sha, temp_files, tideway,
                             wait_for)
 
@@ -144,6 +144,36 @@ def test_another_agencys_blob_is_not_found(gabon, wildaid):
     assert api("GET", f"/api/v1/blobs/{pid}").status_code == 401
     # A global admin may read every agency.
     assert api("GET", f"/api/v1/blobs/{pid}", token("admin@demo.tideway")).status_code == 200
+
+
+def test_a_download_is_refused_at_once_when_the_token_is_revoked(gabon):
+    # Each download checks the token in the database: nothing about a caller is remembered
+    # between downloads, so the very next one after a sign-out is refused.
+    pid = new_photo(gabon)
+    data = fake_jpeg()
+    assert put(gabon, pid, data).status_code == 200
+    officer = login(new_user())["accessToken"]
+    assert api("GET", f"/api/v1/blobs/{pid}", officer).content == data
+    assert api("POST", "/api/v1/auth/logout", officer).status_code == 204
+    error_of(api("GET", f"/api/v1/blobs/{pid}", officer), 401, "unauthenticated")
+    error_of(api("GET", f"/api/v1/blobs/{pid}", "not-a-token"), 401, "unauthenticated")
+
+
+def test_a_download_is_refused_at_once_when_the_caller_or_the_photo_moves_out_of_reach(gabon):
+    pid = new_photo(gabon)
+    data = fake_jpeg()
+    assert put(gabon, pid, data).status_code == 200
+    email = new_user()
+    officer = token(email)
+    assert api("GET", f"/api/v1/blobs/{pid}", officer).content == data
+    # The officer moves to another agency: the same token no longer reaches Gabon's photos.
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("update app.users set agency = 'WildAid' where email = %s", (email,))
+    error_of(api("GET", f"/api/v1/blobs/{pid}", officer), 404, "not_found")
+    # The photo is deleted: nobody gets its bytes any more, though the file may remain until the sweep.
+    assert api("GET", f"/api/v1/blobs/{pid}", gabon).status_code == 200
+    assert push_one(gabon, collection="photos", partition="agency=Gabon", id=pid, op="delete")["status"] == "applied"
+    error_of(api("GET", f"/api/v1/blobs/{pid}", gabon), 404, "not_found")
 
 
 def test_deleting_photos_sweeps_blobs_no_longer_referenced(gabon):
