@@ -458,6 +458,7 @@ def bench_blob(api):
         os.unlink(static_path)
     return dict(static=med(s["rps"] for s in statics), down=med(d["rps"] for d in downs),
                 static_cpu=med(s["cpu"] for s in statics), down_cpu=med(d["cpu"] for d in downs),
+                down_parts=tuple(med(d["parts"][i] for d in downs) for i in range(3)),
                 bad=sum(d["bad"] for d in downs) + sum(s["bad"] for s in statics))
 
 
@@ -521,6 +522,7 @@ def main():
          f"nginx static {blob['static']:.0f}/s; CPU {ms(blob['static_cpu'])}",
          f"{100 * blob['down'] / blob['static']:.0f}%", f">= 90% {aim(blob['down'] >= 0.9 * blob['static'])}"
          + (f" ({blob['bad']} errors)" if blob["bad"] else "")),
+        (f"  its CPU: workers / nginx / PostgreSQL", " / ".join(ms(p) for p in blob["down_parts"]), "", "", ""),
     ]
     print()
     print(f"{'path':44} | {'Tideway':44} | {'limit (same run)':36} | {'ratio':20} | aim")
