@@ -10,6 +10,7 @@ import time
 import uuid
 
 from conftest import PASSWORD, STATE, URL, api, login, new_user, session
+from patrol_support import fake_jpeg, new_photo
 from synclib import Client, change, doc_for
 from test_web_session import sign_in
 
@@ -81,11 +82,18 @@ def test_every_request_has_one_json_line_with_its_id_and_caller_and_no_secrets()
     refused = api("POST", "/api/v1/auth/login", json={"email": email, "password": wrong_password})
     unknown = api("GET", "/api/v1/no/such/path", tokens["accessToken"])
     bad_token = api("GET", "/api/v1/me", "not-a-token-" + secret_text)
+    # A photo download: its caller is logged though its token is checked inside one statement.
+    photo = new_photo(tokens["accessToken"])
+    uploaded = api("PUT", f"/api/v1/blobs/{photo}", tokens["accessToken"], data=fake_jpeg(),
+                   headers={"Content-Type": "image/jpeg"})
+    assert uploaded.status_code == 200, uploaded.text
+    download = api("GET", f"/api/v1/blobs/{photo}", tokens["accessToken"])
+    no_blob = api("GET", f"/api/v1/blobs/no-such-{photo}", tokens["accessToken"])
     report_page = session()
     assert sign_in(report_page, email).status_code == 303
     page = report_page.get(URL + f"/boardings/{report}", allow_redirects=False)
     responses = {"login": signed, "push": pushed, "pull": pulled, "me": me, "refused": refused,
-                 "unknown": unknown, "bad_token": bad_token, "page": page}
+                 "unknown": unknown, "bad_token": bad_token, "page": page, "download": download, "no_blob": no_blob}
     expected = {  # route, status, user, clientId
         "login": ("/api/v1/auth/login", 200, user, None),
         "push": ("/api/v1/sync/push", 200, user, client_id),
@@ -95,6 +103,8 @@ def test_every_request_has_one_json_line_with_its_id_and_caller_and_no_secrets()
         "unknown": (None, 404, None, None),
         "bad_token": ("/api/v1/me", 401, None, None),
         "page": ("/boardings/:id", 200, user, None),
+        "download": ("/api/v1/blobs/:photoId", 200, user, None),
+        "no_blob": ("/api/v1/blobs/:photoId", 404, user, None),
     }
     for name, r in responses.items():
         assert REQUEST_ID.match(r.headers.get("X-Request-Id", "")), (name, r.headers)
