@@ -59,6 +59,18 @@ import Testing
         #expect(try SharedMetrics.merged(in: dir)["t_wait_seconds_total"] == 6)
     }
 
+    @Test func timeIsCountedInNanosecondsAndEverythingElseInWholeUnits() {
+        #expect(SharedMetrics.scale(of: "t_wait_seconds_total") == 1e9)
+        #expect(SharedMetrics.scale(of: #"t_request_duration_seconds_sum{route="/x"}"#) == 1e9)
+        #expect(SharedMetrics.scale(of: #"t_request_duration_seconds_bucket{route="/x",le="0.01"}"#) == 1)
+        #expect(SharedMetrics.scale(of: "t_request_duration_seconds_count") == 1)
+        #expect(SharedMetrics.scale(of: "t_blob_bytes_served_total") == 1)
+        // Only the name decides, never a label's value.
+        #expect(SharedMetrics.scale(of: #"t_requests_total{route="/seconds"}"#) == 1)
+        #expect(SharedMetrics.scale(of: "seconds") == 1e9)
+        #expect(SharedMetrics.scale(of: "second") == 1)
+    }
+
     @Test func anObservationCostsLittle() throws {
         let store = try SharedMetrics(file: nil)
         let count = 100_000
