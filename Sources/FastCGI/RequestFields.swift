@@ -52,12 +52,13 @@ public struct RequestFields: Sendable {
     /// The value of the last entry whose name `matches`.
     private func lastValue(where matches: (UnsafeBufferPointer<UInt8>) -> Bool) -> String? {
         bytes.withUnsafeBufferPointer { all in
-            for start in starts.reversed() {
-                let entry = UnsafeBufferPointer(rebasing: all[Int(start)...])
+            for index in starts.indices.reversed() {
+                // The entry without its 0 byte: up to the next one's start, or the end.
+                let end = (index + 1 < starts.count ? Int(starts[index + 1]) : all.count) - 1
+                let entry = UnsafeBufferPointer(rebasing: all[Int(starts[index])..<end])
                 guard let eq = entry.firstIndex(of: UInt8(ascii: "=")),
                       matches(UnsafeBufferPointer(rebasing: entry[..<eq])) else { continue }
-                let end = entry[eq...].firstIndex(of: 0) ?? entry.endIndex
-                return String(decoding: UnsafeBufferPointer(rebasing: entry[(eq + 1)..<end]), as: UTF8.self)
+                return String(decoding: UnsafeBufferPointer(rebasing: entry[(eq + 1)...]), as: UTF8.self)
             }
             return nil
         }

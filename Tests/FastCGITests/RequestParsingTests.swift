@@ -23,7 +23,7 @@ import Testing
     @Test func parametersAreReadAsSentFromLibfcgisEntries() {
         // As libfcgi hands them over: NAME=VALUE C strings, then NULL.
         let sent = ["REQUEST_METHOD=POST", "DOCUMENT_URI=/api/v1/sync/pull", "HTTP_X_TRACE=a=b", "CONTENT_TYPE=",
-                    "HTTP_CONTENT_TYPE=text/plain", "HTTP_COOKIE=first", "HTTP_COOKIE=second", "EMPTY=", "HTTP_ACCEPT=*/*"]
+                    "HTTP_CONTENT_TYPE=text/plain", "HTTP_COOKIE=first", "HTTP_COOKIE=second", "EMPTY=", "NO_VALUE", "HTTP_ACCEPT=*/*"]
         var entries: [UnsafeMutablePointer<CChar>?] = sent.map { strdup($0) } + [nil]
         defer { entries.forEach { free($0) } }
         let params = entries.withUnsafeMutableBufferPointer { RequestFields(entries: $0.baseAddress) }
@@ -31,6 +31,8 @@ import Testing
         #expect(request.method == "POST" && request.path == "/api/v1/sync/pull" && request.query == "")
         #expect(request.params["HTTP_X_TRACE"] == "a=b")  // split at the first '='
         #expect(request.params["EMPTY"] == "")
+        // An entry without '=' has no value, and its name does not run into the next entry.
+        #expect(request.params["NO_VALUE"] == nil && request.params["NO_VALUE\0HTTP_ACCEPT"] == nil)
         #expect(request.params["REMOTE_ADDR"] == nil && request.params["DOCUMENT"] == nil && request.params["REQUEST_METHOD="] == nil)
         #expect(request.headers["x-trace"] == "a=b")
         #expect(request.headers["accept"] == "*/*")
