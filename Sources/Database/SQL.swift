@@ -81,25 +81,30 @@ public struct SQL: Sendable, ExpressibleByStringInterpolation, CustomStringConve
 
     /// Shifts `$n` placeholders of a fragment by `offset`. Only our own statement texts
     /// go through here; `$` inside string literals is not used in them.
+    /// On UTF-8 bytes (`$` and digits are ASCII, so never inside a multi-byte character):
+    /// Foundation's `contains` and Character iteration cost more than the statement's other
+    /// building on an idle poll.
     static func renumber(_ text: String, offset: Int) -> String {
-        guard offset > 0, text.contains("$") else { return text }
-        var out = ""
-        var digits = ""
-        var inPlaceholder = false
-        for ch in text {
-            if inPlaceholder {
-                if ch.isASCII && ch.isNumber {
-                    digits.append(ch)
-                    continue
-                }
-                out += digits.isEmpty ? "$" : "$\(Int(digits)! + offset)"
-                inPlaceholder = false
-                digits = ""
+        let dollar = UInt8(ascii: "$")
+        guard offset > 0, text.utf8.contains(dollar) else { return text }
+        let bytes = Array(text.utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count + 8)
+        var index = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            index += 1
+            out.append(byte)
+            guard byte == dollar else { continue }
+            var number = 0, digits = 0
+            while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) {
+                number = number * 10 + Int(bytes[index] - UInt8(ascii: "0"))
+                digits += 1
+                index += 1
             }
-            if ch == "$" { inPlaceholder = true } else { out.append(ch) }
+            if digits > 0 { out += String(number + offset).utf8 }
         }
-        if inPlaceholder { out += digits.isEmpty ? "$" : "$\(Int(digits)! + offset)" }
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
 
     public var description: String { text }
@@ -141,13 +146,13 @@ public struct SQLBytes: SQLValue {
     public let bytes: [UInt8]
     public init(_ bytes: [UInt8]) { self.bytes = bytes }
     public var sqlText: String {
-        let hex: [Character] = Array("0123456789abcdef")
-        var s = "\\x"
-        s.reserveCapacity(2 + bytes.count * 2)
+        let hex = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = [UInt8(ascii: "\\"), UInt8(ascii: "x")]
+        text.reserveCapacity(2 + bytes.count * 2)
         for b in bytes {
-            s.append(hex[Int(b >> 4)])
-            s.append(hex[Int(b & 15)])
+            text.append(hex[Int(b >> 4)])
+            text.append(hex[Int(b & 15)])
         }
-        return s
+        return String(decoding: text, as: UTF8.self)
     }
 }

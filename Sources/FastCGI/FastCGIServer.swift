@@ -157,7 +157,7 @@ public final class FastCGIServer: Sendable {
 
     /// Answers one request; true when its request or response body was large.
     private func answer(_ raw: UnsafeMutablePointer<FCGX_Request>, with handler: Handler) -> Bool {
-        let params = Self.params(of: raw)
+        let params = RequestFields(entries: tw_fcgx_envp(raw))
         let input = tw_fcgx_in(raw)
         let length = params["CONTENT_LENGTH"].flatMap { Int($0) }
         var large = (length ?? 0) >= Self.largeBody
@@ -208,20 +208,6 @@ public final class FastCGIServer: Sendable {
         line.utf8CString.withUnsafeBufferPointer { buffer in
             _ = Foundation.write(2, buffer.baseAddress, buffer.count - 1)
         }
-    }
-
-    private static func params(of request: UnsafeMutablePointer<FCGX_Request>) -> [String: String] {
-        var params: [String: String] = [:]
-        guard var cursor = tw_fcgx_envp(request) else { return params }
-        while let entry = cursor.pointee {
-            // Split at the first '=' on the C string itself: cheaper than Character indices.
-            if let eq = strchr(entry, Int32(UInt8(ascii: "="))) {
-                let name = UnsafeRawBufferPointer(start: entry, count: eq - entry)
-                params[String(decoding: name, as: UTF8.self)] = String(cString: eq + 1)
-            }
-            cursor += 1
-        }
-        return params
     }
 }
 

@@ -9,9 +9,9 @@ public final class HTTPRequest {
     /// The raw query string, without `?`.
     public let query: String
     /// Header names lower-cased (`authorization`, `content-type`, `cookie`, ...).
-    public let headers: [String: String]
+    public let headers: RequestHeaders
     /// Every FastCGI parameter as sent (`REMOTE_ADDR`, `REQUEST_ID`, `HTTPS`, ...).
-    public let params: [String: String]
+    public let params: RequestFields
     public let body: RequestBody
 
     public init(
@@ -21,37 +21,34 @@ public final class HTTPRequest {
         self.method = method
         self.path = path
         self.query = query
-        self.headers = headers
+        self.headers = RequestHeaders(headers)
+        self.params = RequestFields(params)
+        self.body = body
+    }
+
+    /// Builds a request from its FastCGI parameters; headers are read from them when asked.
+    public init(params: RequestFields, body: RequestBody) {
+        method = params["REQUEST_METHOD"] ?? "GET"
+        path = params["DOCUMENT_URI"] ?? String((params["REQUEST_URI"] ?? "/").split(separator: "?", maxSplits: 1).first ?? "/")
+        query = params["QUERY_STRING"] ?? ""
+        headers = RequestHeaders(params: params)
         self.params = params
         self.body = body
     }
 
-    /// Builds a request from FastCGI parameters (`KEY=VALUE` strings).
+    /// The same from parameters given by name (tests).
     public convenience init(params: [String: String], body: RequestBody) {
-        var headers: [String: String] = [:]
-        for (key, value) in params where key.hasPrefix("HTTP_") {
-            headers[Self.headerName(key.utf8.dropFirst(5))] = value
-        }
-        // nginx sends these two without the HTTP_ prefix.
-        if let type = params["CONTENT_TYPE"], !type.isEmpty { headers["content-type"] = type }
-        if let length = params["CONTENT_LENGTH"], !length.isEmpty { headers["content-length"] = length }
-        let uri = params["REQUEST_URI"] ?? "/"
-        let path = params["DOCUMENT_URI"] ?? String(uri.split(separator: "?", maxSplits: 1).first ?? "/")
-        self.init(
-            method: params["REQUEST_METHOD"] ?? "GET", path: path, query: params["QUERY_STRING"] ?? "",
-            headers: headers, params: params, body: body)
+        self.init(params: RequestFields(params), body: body)
     }
 
-    /// `USER_AGENT` -> `user-agent` (ASCII, as nginx sends names), without Foundation:
-    /// this runs for every header of every request.
-    static func headerName(_ name: Substring.UTF8View) -> String {
-        String(decoding: name.map { byte -> UInt8 in
-            switch byte {
-            case UInt8(ascii: "_"): UInt8(ascii: "-")
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"): byte + 32
-            default: byte
-            }
-        }, as: UTF8.self)
+    /// A byte of a parameter's name as it stands in the header's name (`USER_AGENT` ->
+    /// `user-agent`: ASCII, as nginx sends names).
+    static func headerNameByte(_ byte: UInt8) -> UInt8 {
+        switch byte {
+        case UInt8(ascii: "_"): UInt8(ascii: "-")
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"): byte + 32
+        default: byte
+        }
     }
 
     public var contentLength: Int? { headers["content-length"].flatMap { Int($0) } }

@@ -109,7 +109,10 @@ public enum Crypto {
         var i = 0
         while i + 3 < values.count {
             let n = UInt32(values[i]) << 18 | UInt32(values[i + 1]) << 12 | UInt32(values[i + 2]) << 6 | UInt32(values[i + 3])
-            out += [UInt8(n >> 16 & 255), UInt8(n >> 8 & 255), UInt8(n & 255)]
+            // Three appends, not an array of three per group (an allocation each).
+            out.append(UInt8(n >> 16 & 255))
+            out.append(UInt8(n >> 8 & 255))
+            out.append(UInt8(n & 255))
             i += 4
         }
         let rest = values.count - i

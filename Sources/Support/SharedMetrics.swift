@@ -59,25 +59,17 @@ public final class SharedMetrics: @unchecked Sendable {
 
     /// A counter's unit: nanoseconds for time (`…seconds…` totals and histogram sums), else
     /// whole units (counts, bytes, histogram buckets and counts).
-    /// Read on bytes: every counter added and every observation asks, and the same test on
-    /// Characters was about 5% of a worker's CPU per blob download (docs/performance.md).
+    /// On bytes: Foundation's `contains` cost a request more than the rest of its recording.
     static func scale(of key: String) -> Double {
-        var name = key.utf8[...]
-        if let brace = name.firstIndex(of: UInt8(ascii: "{")) { name = name[..<brace] }
-        if name.reversed().starts(with: "_bucket".utf8.reversed()) || name.reversed().starts(with: "_count".utf8.reversed()) {
-            return 1
-        }
-        let seconds = Array("seconds".utf8)
-        var rest = name
-        while rest.count >= seconds.count {
-            if rest.starts(with: seconds) { return 1e9 }
-            rest = rest.dropFirst()
-        }
-        return 1
+        let name = Array(key.utf8.prefix { $0 != UInt8(ascii: "{") })
+        let endsWith = { (suffix: String) in name.suffix(suffix.utf8.count).elementsEqual(suffix.utf8) }
+        if endsWith("_bucket") || endsWith("_count") { return 1 }
+        return name.indices.contains { name[$0...].starts(with: "seconds".utf8) } ? 1e9 : 1
     }
 
-    /// The same by series key (`key(name, labels)`), for swift-metrics' handlers, which keep it.
-    static func add(key: String, _ value: Double) { current.addCounter(key, value) }
+    /// The same by series key (`key(name, labels)`), for swift-metrics' handlers, which keep it
+    /// and its scale.
+    static func add(key: String, scale: Double, _ value: Double) { current.addCounter(key, units: units(value, scale: scale)) }
     static func set(key: String, _ value: Double) { current.update(key, .gauge) { _ in value } }
     static func shift(key: String, _ value: Double) { current.update(key, .gauge) { $0 + value } }
 
@@ -100,6 +92,13 @@ public final class SharedMetrics: @unchecked Sendable {
     public static func observe(_ name: String, _ labels: [(String, String)] = [], _ value: Double,
                                buckets: [Double] = secondsBuckets) {
         current.observe(name, labels, value, buckets: buckets)
+    }
+
+    /// The same for a histogram series whose key (`key(name, labels)`) and sum's scale the
+    /// caller keeps (swift-metrics' handlers): no string work per observation.
+    static func observe(series: String, sumScale: Double, _ name: String, _ labels: [(String, String)], _ value: Double,
+                        buckets: [Double]) {
+        current.observe(series: series, sumUnits: units(value, scale: sumScale), name, labels, value, buckets: buckets)
     }
 
     /// The series key: `name{a="x",b="y"}`, label values escaped as the text format says.
@@ -199,12 +198,15 @@ public final class SharedMetrics: @unchecked Sendable {
         atomicStore(value(at: index), UInt64(bitPattern: Int64(bitPattern: atomicLoad(value(at: index))) &+ units))
     }
 
-    private static func units(_ amount: Double, of key: String) -> Int64 {
-        Int64(max(0, (amount * scale(of: key)).rounded()))
+    private static func units(_ amount: Double, scale: Double) -> Int64 {
+        Int64(max(0, (amount * scale).rounded()))
     }
 
     func addCounter(_ key: String, _ amount: Double) {
-        let units = Self.units(amount, of: key)
+        addCounter(key, units: Self.units(amount, scale: Self.scale(of: key)))
+    }
+
+    func addCounter(_ key: String, units: Int64) {
         slots.withLock { slots in
             guard let index = slot(key, .counter, in: &slots) else { return }
             add(units: units, at: index)
@@ -214,8 +216,12 @@ public final class SharedMetrics: @unchecked Sendable {
     /// One lock and no string work per observation once the series' slots exist: a request
     /// records one of these.
     func observe(_ name: String, _ labels: [(String, String)], _ value: Double, buckets: [Double]) {
-        let series = Self.key(name, labels)
-        let sumUnits = Self.units(value, of: name + "_sum")
+        observe(series: Self.key(name, labels), sumUnits: Self.units(value, scale: Self.scale(of: name + "_sum")),
+                name, labels, value, buckets: buckets)
+    }
+
+    func observe(series: String, sumUnits: Int64, _ name: String, _ labels: [(String, String)], _ value: Double,
+                 buckets: [Double]) {
         slots.withLock { slots in
             var indices = slots.histograms[series] ?? []
             if indices.isEmpty {

@@ -51,10 +51,14 @@ public struct SharedMetricsFactory: MetricsFactory {
     /// A counter series (`name{labels}`).
     final class CounterSeries: CounterHandler, FloatingPointCounterHandler {
         let key: String
-        init(_ key: String) { self.key = key }
+        let scale: Double
+        init(_ key: String) {
+            self.key = key
+            scale = SharedMetrics.scale(of: key)
+        }
 
-        func increment(by amount: Int64) { SharedMetrics.add(key: key, Double(amount)) }
-        func increment(by amount: Double) { SharedMetrics.add(key: key, amount) }
+        func increment(by amount: Int64) { SharedMetrics.add(key: key, scale: scale, Double(amount)) }
+        func increment(by amount: Double) { SharedMetrics.add(key: key, scale: scale, amount) }
         /// A counter's total is the sum of what every process ever counted: it is not reset.
         func reset() {}
     }
@@ -77,14 +81,22 @@ public struct SharedMetricsFactory: MetricsFactory {
         let name: String
         let labels: [(String, String)]
         let buckets: [Double]
+        /// Made once: the series key and its sum's scale (building them was most of a
+        /// request's recording).
+        let series: String
+        let sumScale: Double
         init(_ name: String, _ labels: [(String, String)], buckets: [Double]) {
             self.name = name
             self.labels = labels
             self.buckets = buckets
+            series = SharedMetrics.key(name, labels)
+            sumScale = SharedMetrics.scale(of: name + "_sum")
         }
 
         func recordNanoseconds(_ duration: Int64) { record(Double(duration) / 1e9) }
         func record(_ value: Int64) { record(Double(value)) }
-        func record(_ value: Double) { SharedMetrics.observe(name, labels, value, buckets: buckets) }
+        func record(_ value: Double) {
+            SharedMetrics.observe(series: series, sumScale: sumScale, name, labels, value, buckets: buckets)
+        }
     }
 }

@@ -22,12 +22,19 @@ extension JSON {
     }
 }
 
-struct JSONWriter {
-    var output: [UInt8] = []
+/// Writes JSON values one after another into one buffer: for text put together from values
+/// without building a `JSON` of the whole (the request log's line).
+public struct JSONWriter {
+    public private(set) var output: [UInt8] = []
 
-    init() { output.reserveCapacity(1024) }
+    public init(capacity: Int = 1024) { output.reserveCapacity(capacity) }
 
-    mutating func write(_ value: JSON) {
+    /// Text that is JSON already (punctuation between the values written).
+    public mutating func raw(_ text: StaticString) {
+        output.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    public mutating func write(_ value: JSON) {
         switch value {
         case .null: append("null")
         case .bool(let flag): append(flag ? "true" : "false")

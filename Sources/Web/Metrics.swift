@@ -3,6 +3,7 @@ import Database
 import Dispatch
 import Foundation
 import Support
+import Synchronization
 
 /// What `/metrics` shows (Prometheus text format 0.0.4): the series every process of the
 /// host recorded in SharedMetrics, merged, plus levels read from the database at scrape
@@ -46,13 +47,50 @@ public enum Metrics {
     /// One answered request.
     static func record(method: String, route: String?, status: Int, since start: DispatchTime) {
         let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
-        let route = route ?? "unmatched"
-        Counter(label: "tideway_requests_total", dimensions: [("method", method), ("route", route), ("status", String(status))]).increment()
-        Timer(label: "tideway_request_duration_seconds", dimensions: [("method", method), ("route", route)]).recordSeconds(elapsed)
-        switch route {
-        case "/api/v1/sync/pull": Counter(label: "tideway_pulls_total", dimensions: [("status", String(status))]).increment()
-        case "/api/v1/sync/push": Counter(label: "tideway_pushes_total", dimensions: [("status", String(status))]).increment()
-        default: break
+        let series = RequestSeries.of(method: method, route: route ?? "unmatched", status: status)
+        series.requests.increment()
+        series.duration.recordSeconds(elapsed)
+        series.byRoute?.increment()
+    }
+
+    /// The series one kind of request records into, made once per (method, route, status)
+    /// and kept: making them per request (swift-metrics' handlers, their keys with escaped
+    /// labels) cost a tenth of the worker's CPU per idle poll (docs/performance.md).
+    struct RequestSeries: Sendable {
+        let requests: CoreMetrics.Counter
+        let duration: CoreMetrics.Timer
+        /// tideway_pulls_total or tideway_pushes_total for those two routes.
+        let byRoute: CoreMetrics.Counter?
+
+        struct Kind: Hashable {
+            let method: String
+            let route: String
+            let status: Int
+        }
+
+        /// At most this many kinds are kept (the method is the client's: any token nginx
+        /// accepts); beyond it, each request makes its series anew, as before.
+        static let keptLimit = 1024
+        private static let kept = Mutex<[Kind: RequestSeries]>([:])
+
+        static func of(method: String, route: String, status: Int) -> RequestSeries {
+            let kind = Kind(method: method, route: route, status: status)
+            if let known = kept.withLock({ $0[kind] }) { return known }
+            let made = RequestSeries(kind)
+            kept.withLock { if $0.count < keptLimit { $0[kind] = made } }
+            return made
+        }
+
+        private init(_ kind: Kind) {
+            let status = String(kind.status)
+            requests = Counter(label: "tideway_requests_total",
+                               dimensions: [("method", kind.method), ("route", kind.route), ("status", status)])
+            duration = CoreMetrics.Timer(label: "tideway_request_duration_seconds", dimensions: [("method", kind.method), ("route", kind.route)])
+            byRoute = switch kind.route {
+            case "/api/v1/sync/pull": Counter(label: "tideway_pulls_total", dimensions: [("status", status)])
+            case "/api/v1/sync/push": Counter(label: "tideway_pushes_total", dimensions: [("status", status)])
+            default: nil
+            }
         }
     }
 

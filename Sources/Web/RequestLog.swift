@@ -30,8 +30,18 @@ public enum RequestLog {
         if let user = context.loggedUserID { fields.append(("userId", .string(user))) }
         if let client = context.loggedClientID { fields.append(("clientId", .string(client))) }
         if let device = context.loggedDevice { fields.append(("device", .string(device))) }
-        // In this order, so that a person reading the log finds time and id first.
-        return "{" + fields.map { JSON.string($0.0).serialized() + ":" + $0.1.serialized() }.joined(separator: ",") + "}"
+        // In this order, so that a person reading the log finds time and id first. One
+        // buffer for the line (a text per key and value cost 3% of an idle poll's worker CPU).
+        var writer = JSONWriter(capacity: 320)
+        writer.raw("{")
+        for (index, (key, value)) in fields.enumerated() {
+            if index > 0 { writer.raw(",") }
+            writer.write(.string(key))
+            writer.raw(":")
+            writer.write(value)
+        }
+        writer.raw("}")
+        return String(decoding: writer.output, as: UTF8.self)
     }
 
     static func write(_ context: RequestContext, status: Int, since start: DispatchTime) {

@@ -21,6 +21,13 @@ import Testing
         #expect(nested.binds == ["0", "1", "2", "3"])
     }
 
+    @Test func renumberingShiftsEveryPlaceholderAndNothingElse() {
+        #expect(SQL.renumber("f($1, $12) || 'é$' || $", offset: 9) == "f($10, $21) || 'é$' || $")
+        #expect(SQL.renumber("a = $1", offset: 0) == "a = $1")
+        #expect(SQL.renumber("no placeholders", offset: 3) == "no placeholders")
+        #expect(SQL.renumber("$1$2", offset: 99) == "$100$101")
+    }
+
     @Test func nullsAndBytes() {
         let missing: String? = nil
         let sql: SQL = "values (\(missing), \(SQLBytes([0, 255, 16])))"

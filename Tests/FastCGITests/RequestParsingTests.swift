@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import FastCGI
@@ -17,6 +18,28 @@ import Testing
         #expect(request.headers["authorization"] == "Bearer t")
         #expect(request.headers["content-length"] == "2")
         #expect(request.method == "POST" && request.path == "/api/v1/sync/pull" && request.query == "a=1")
+    }
+
+    @Test func parametersAreReadAsSentFromLibfcgisEntries() {
+        // As libfcgi hands them over: NAME=VALUE C strings, then NULL.
+        let sent = ["REQUEST_METHOD=POST", "DOCUMENT_URI=/api/v1/sync/pull", "HTTP_X_TRACE=a=b", "CONTENT_TYPE=",
+                    "HTTP_CONTENT_TYPE=text/plain", "HTTP_COOKIE=first", "HTTP_COOKIE=second", "EMPTY=", "NO_VALUE", "HTTP_ACCEPT=*/*"]
+        var entries: [UnsafeMutablePointer<CChar>?] = sent.map { strdup($0) } + [nil]
+        defer { entries.forEach { free($0) } }
+        let params = entries.withUnsafeMutableBufferPointer { RequestFields(entries: $0.baseAddress) }
+        let request = HTTPRequest(params: params, body: RequestBody(bytes: []))
+        #expect(request.method == "POST" && request.path == "/api/v1/sync/pull" && request.query == "")
+        #expect(request.params["HTTP_X_TRACE"] == "a=b")  // split at the first '='
+        #expect(request.params["EMPTY"] == "")
+        // An entry without '=' has no value, and its name does not run into the next entry.
+        #expect(request.params["NO_VALUE"] == nil && request.params["NO_VALUE\0HTTP_ACCEPT"] == nil)
+        #expect(request.params["REMOTE_ADDR"] == nil && request.params["DOCUMENT"] == nil && request.params["REQUEST_METHOD="] == nil)
+        #expect(request.headers["x-trace"] == "a=b")
+        #expect(request.headers["accept"] == "*/*")
+        #expect(request.headers["cookie"] == "second")  // a repeated name: the last one, as a dictionary kept
+        #expect(request.headers["content-type"] == "text/plain")  // CONTENT_TYPE empty: the header's own
+        #expect(request.headers["X-TRACE"] == nil && request.headers["x_trace"] == nil && request.headers["trace"] == nil)
+        #expect(RequestFields(entries: nil)["REQUEST_METHOD"] == nil)
     }
 
     @Test func mediaTypeDropsParametersAndBlanks() {
