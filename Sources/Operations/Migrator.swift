@@ -65,18 +65,33 @@ public struct Migrator {
             if let name = row["name"], let hash = row["sha256"] { recorded[name] = hash }
         }
         guard force || recorded != Dictionary(uniqueKeysWithValues: zip(names, hashes)) else { return [] }
+        // Replacing functions and policies that serving workers are using can deadlock with
+        // them (a rolling upgrade migrates under load); PostgreSQL then rolled the whole
+        // transaction back, so it is simply run again.
+        var attempt = 1
+        while true {
+            do {
+                try applyRepeatables(names: names, texts: texts, hashes: hashes)
+                return names.map { "repeatable/" + $0 }
+            } catch let error as MigrationError where error.retryable && attempt < 5 {
+                attempt += 1
+                usleep(UInt32(100_000 * attempt))
+            }
+        }
+    }
+
+    private func applyRepeatables(names: [String], texts: [String], hashes: [String]) throws {
         try inTransaction("repeatable/") {
             try connection.executeScript("delete from public.tideway_repeatables")
             for (name, (text, hash)) in zip(names, zip(texts, hashes)) {
                 do {
                     try run(text)
                 } catch let error as DatabaseError {
-                    throw MigrationError(file: "repeatable/" + name, detail: error.detail)
+                    throw MigrationError(file: "repeatable/" + name, detail: error.detail, retryable: error.isRetryableConflict)
                 }
                 try connection.execute("insert into public.tideway_repeatables (name, sha256) values (\(name), \(hash))")
             }
         }
-        return names.map { "repeatable/" + $0 }
     }
 
     /// One file's text, as `tideway_owner` unless it says `-- run as superuser`.
@@ -96,7 +111,8 @@ public struct Migrator {
         } catch {
             _ = try? connection.executeScript("rollback")
             if let error = error as? MigrationError { throw error }
-            throw MigrationError(file: file, detail: (error as? DatabaseError)?.detail ?? "\(error)")
+            let database = error as? DatabaseError
+            throw MigrationError(file: file, detail: database?.detail ?? "\(error)", retryable: database?.isRetryableConflict ?? false)
         }
     }
 
@@ -119,6 +135,8 @@ public struct Migrator {
     public struct MigrationError: Error, CustomStringConvertible {
         public let file: String
         public let detail: String
+        /// A deadlock or serialization failure: the same transaction may succeed when run again.
+        public var retryable = false
         public var description: String { "migration \(file) failed: \(detail)" }
     }
 }
