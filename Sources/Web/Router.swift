@@ -18,7 +18,7 @@ public struct Router: Sendable {
         let segments: [Substring]
         let handler: Handler
         /// No `:parameter` segment: the pattern binds one path only.
-        var isExact: Bool { !segments.contains { $0.hasPrefix(":") } }
+        let isExact: Bool
     }
 
     /// The routes' segment count and first segment (empty when it is a parameter or absent).
@@ -41,7 +41,9 @@ public struct Router: Sendable {
     public init() {}
 
     public mutating func add(_ method: String, _ pattern: String, _ handler: @escaping Handler) {
-        let route = Route(method: method, pattern: pattern, segments: pattern.split(separator: "/"), handler: handler)
+        let segments = pattern.split(separator: "/")
+        let route = Route(method: method, pattern: pattern, segments: segments, handler: handler,
+                          isExact: !segments.contains { $0.hasPrefix(":") })
         let index = routes.count
         routes.append(route)
 
@@ -77,24 +79,42 @@ public struct Router: Sendable {
     }
 
     public func match(method: String, path: String) -> Match {
-        let parts = path.split(separator: "/")
-        let candidates: [Int]
-        if let exactCandidates = exact[path] {
-            candidates = exactCandidates
-        } else {
-            let count = parts.count
-            candidates = byShape[Shape(count: count, first: parts.first ?? "")] ?? parameterFirst[count] ?? []
+        // Every route listed for an exact path binds it: no need to split the path, unless
+        // the route that answers has parameters.
+        if let candidates = exact[path] {
+            for index in candidates where Self.fits(routes[index].method, method) {
+                let route = routes[index]
+                let params = route.isExact ? [:] : Self.parameters(route.segments, Self.segments(path))
+                return .found(route.handler, params, pattern: route.pattern)
+            }
+            return .wrongMethod(allowed: candidates.map { routes[$0].method })
         }
+        let parts = Self.segments(path)
+        let count = parts.count
         var allowed: [String] = []
-        for index in candidates {
+        for index in byShape[Shape(count: count, first: parts.first ?? "")] ?? parameterFirst[count] ?? [] {
             let route = routes[index]
             guard Self.binds(route.segments, parts) else { continue }
-            if route.method == method || (method == "HEAD" && route.method == "GET") {
+            if Self.fits(route.method, method) {
                 return .found(route.handler, Self.parameters(route.segments, parts), pattern: route.pattern)
             }
             allowed.append(route.method)
         }
         return allowed.isEmpty ? .none : .wrongMethod(allowed: allowed)
+    }
+
+    /// A route's method answers the request's; HEAD is answered by GET.
+    private static func fits(_ routeMethod: String, _ method: String) -> Bool {
+        routeMethod == method || (method == "HEAD" && routeMethod == "GET")
+    }
+
+    /// The path's segments, as `path.split(separator: "/")` gives them. An ASCII path (what
+    /// clients send: percent-encoded) is split by its bytes: walking it as Characters was
+    /// most of the lookup's cost, and on ASCII the two splits are the same.
+    static func segments(_ path: String) -> [Substring] {
+        let utf8 = path.utf8
+        guard utf8.allSatisfy({ $0 < 0x80 }) else { return path.split(separator: "/") }
+        return utf8.split(separator: UInt8(ascii: "/")).map { Substring($0) }
     }
 
     /// Whether the pattern binds the path's segments; allocates nothing.

@@ -92,6 +92,14 @@ import Testing
             }
         }
         if case .none = router.match(method: "POST", path: "/nope/x") {} else { Issue.record("expected 404") }
+        guard case .wrongMethod(let allowed) = router.match(method: "POST", path: "/api/v1/sync/events") else {
+            Issue.record("expected 405")
+            return
+        }
+        #expect(allowed == ["GET"])
+        for path in ["/a//b/", "", "/", "/café/x", "/e\u{301}/\u{301}/x", "/\r\n/x", "/%C3%A9/y"] {
+            #expect(Router.segments(path) == path.split(separator: "/"))
+        }
     }
 
     @Test func nextNeverLeavesTheSite() {
