@@ -11,4 +11,9 @@ extension HTTPResponse {
     package static func jsonText(_ text: String, status: Int = 200) -> HTTPResponse {
         HTTPResponse(status: status, contentType: "application/json", text: text, headers: [("Cache-Control", "no-store")])
     }
+
+    /// `jsonText`, already as bytes.
+    package static func jsonBytes(_ bytes: [UInt8], status: Int = 200) -> HTTPResponse {
+        HTTPResponse(status: status, contentType: "application/json", body: bytes, headers: [("Cache-Control", "no-store")])
+    }
 }
