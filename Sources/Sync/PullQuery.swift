@@ -14,12 +14,17 @@ enum PullQuery {
     }
 
     /// Up to `limit` changes after `cursor`, in (seq, collection, id) order.
+    ///
+    /// This and `pageEnd` are prepared once per connection: planning the union of a kind's
+    /// collections was a quarter of PostgreSQL's CPU for a pull of 100 changes (pgbench
+    /// `-M prepared`, docs/performance.md); the generic plan PostgreSQL may settle on is the
+    /// same range scan per collection, and a full pull did not get slower with it.
     static func changes(of partition: Partition, after cursor: Cursor, limit: Int) -> SQL {
-        """
+        .reused("""
         select seq, coll, id, body from (\(after(cursor, in: partition, more: body))) changes
          order by seq, coll collate "C", id collate "C"
          limit \(limit)
-        """
+        """)
     }
 
     /// A change of collection `coll` as the JSON the answer carries.
@@ -35,11 +40,11 @@ enum PullQuery {
     /// Known before the page's first change, they let its answer stream (the cursor and
     /// `more` come before the changes in the JSON). Keys only: no document is read.
     static func pageEnd(of partition: Partition, after cursor: Cursor, limit: Int) -> SQL {
-        """
+        .reused("""
         select seq, coll, id from (\(after(cursor, in: partition))) changes
          order by seq, coll collate "C", id collate "C"
          offset \(limit - 1) limit 2
-        """
+        """)
     }
 
     /// One branch per collection of the partition's kind: `seq, coll, id` and the columns
