@@ -25,6 +25,10 @@ enum PullRoute {
         let body = try context.jsonObject(allowing: ["partitions", "limit", "wait", "clientId"])
         let request = try PullRequest(body, key: context.app.secrets.cursorKey, maxLimit: context.app.config.limits.changesPerPull)
         context.loggedClientID = request.clientID
+        // Here, not only in the snapshot: a streamed answer's status is its head's, and the
+        // request log and metrics take it when the handler returns (an unknown or revoked
+        // token is still a 401 in its place, BodyWriter, but logged as the 200 it replaced).
+        guard context.bearerToken != nil else { throw AppError.unauthenticated }
         let hub = service.changes
         let deadline = Date().addingTimeInterval(request.wait)
         while true {
