@@ -138,9 +138,9 @@ enum PullRoute {
     /// `primaryLSN`: where the primary stood when the pull began; a replica answers only once
     /// it has replayed that far (nil: the primary answers).
     ///
-    /// One round trip: the statuses, then per readable partition where its page ends and the
-    /// page, each statement's rows read in place from libpq as they arrive and written to
-    /// `out` at once (a change's JSON, rendered by PostgreSQL, is copied once).
+    /// One round trip: the statuses, then per readable partition its page (before it, where
+    /// the page ends, for a page that streams: `PullAnswer`), each statement's rows read in
+    /// place from libpq as they arrive (a change's JSON, rendered by PostgreSQL, is copied once).
     static func run(_ request: PullRequest, context: RequestContext, primaryLSN: String?, into out: PullOutput) throws -> Answer {
         let readable = request.partitions.compactMap { entry -> PullAnswer.Entry? in
             if case .from(let partition, let cursor) = entry.start { return .init(name: entry.name, partition: partition, cursor: cursor) }
@@ -150,20 +150,30 @@ enum PullRoute {
             if case .invalidPartition = entry.start { return entry.name }
             return nil
         }
+        // What each statement's rows are: 0 the statuses, then per partition (its index).
+        enum Rows { case statuses, pageEnd(Int), page(Int) }
         var statements = [PullQuery.statuses(readable.map(\.name))]
-        for entry in readable {
-            statements.append(PullQuery.pageEnd(of: entry.partition, after: entry.cursor, limit: request.limit))
-            statements.append(PullQuery.changes(of: entry.partition, after: entry.cursor, limit: request.limit))
+        var rows: [Rows] = [.statuses]
+        for (index, entry) in readable.enumerated() {
+            if entry.streams {
+                statements.append(PullQuery.pageEnd(of: entry.partition, after: entry.cursor, limit: request.limit))
+                rows.append(.pageEnd(index))
+            }
+            // One more than the limit when the page is held: that row tells there are more.
+            statements.append(PullQuery.changes(of: entry.partition, after: entry.cursor,
+                                                limit: entry.streams ? request.limit : request.limit + 1))
+            rows.append(.page(index))
         }
         return try context.asAPICallerReading(replicaAfter: primaryLSN, snapshot: true) { tx, _ in
             // A retry (a replica's recovery conflict) starts the answer again, unless it has gone out.
             try out.restart()
-            var answer = PullAnswer(readable: readable, invalid: invalid, key: context.app.secrets.cursorKey, out: out)
+            var answer = PullAnswer(readable: readable, invalid: invalid, limit: request.limit, key: context.app.secrets.cursorKey,
+                                    out: out)
             _ = try tx.queries(statements, thenCommit: true, streaming: Set(statements.indices)) { statement, row in
-                switch statement {
-                case 0: answer.status(row)
-                case let n where n % 2 == 1: answer.pageEnd((n - 1) / 2, row)
-                case let n: answer.change((n - 2) / 2, row)
+                switch rows[statement] {
+                case .statuses: answer.status(row)
+                case .pageEnd(let index): answer.pageEnd(index, row)
+                case .page(let index): answer.change(index, row)
                 }
             }
             return answer.finish()
@@ -218,36 +228,52 @@ final class PullOutput {
 
 /// A snapshot's answer, written as the rows of its statements arrive: `{"partitions":{...}}`
 /// with the invalid partitions first, then each readable one in order. A partition's entry
-/// is opened when its page's first change arrives (its status and where its page ends came
-/// before it), or at the end, and every entry before it is then written whole.
+/// holds its cursor and `more` before its changes, so its page can only stream when where
+/// it ends is known first (`PullQuery.pageEnd`, a statement of its own): the pages of pulls
+/// from the start or from within a page (a cursor that `more` gave) stream, those are the
+/// large ones; a page after a cursor that stood at a partition's end (a client catching up
+/// on what changed since) is held until its last row, as small pages are, and its end is
+/// told by the row past the limit, without the extra statement. A streaming entry is opened
+/// when its first change arrives, every entry before it then written whole.
 struct PullAnswer {
     struct Entry {
         let name: String
         let partition: Partition
         let cursor: Cursor
+        /// Whether the page streams (see above).
+        var streams: Bool { cursor == .start || cursor.collection != "~" }
     }
 
     private let readable: [Entry]
     private let invalid: [String]
+    private let limit: Int
     private let key: [UInt8]
     private let out: PullOutput
     private var statuses: [String: (readable: Bool, seq: Int64, compacted: Int64)] = [:]
-    /// Per partition: the keys of its `limit`-th change and the one after (`PullQuery.pageEnd`).
-    private var ends: [[(seq: Int64, collection: String, id: String)]]
-    /// Per partition: changes written; nil for one whose status is not `ok` (its rows are dropped).
-    private var written: [Int?]
+    /// Per partition: where its page ends, as far as known: a key past the limit means more,
+    /// and then the last key at the limit is where the next page starts.
+    private var ends: [(last: (seq: Int64, collection: String, id: String)?, more: Bool)]
+    /// Per partition that does not stream: its changes so far, joined with commas.
+    private var held: [[UInt8]]
+    /// Per partition: changes so far.
+    private var counts: [Int]
+    /// Per partition: whether its entry is open for changes (status `ok`, not closed yet).
+    private var accepting: [Bool]
     /// Entries opened so far; the last one's changes may still be coming.
     private var opened = 0
     private var changed: Bool
     private var positions: [String: Int64] = [:]
 
-    init(readable: [Entry], invalid: [String], key: [UInt8], out: PullOutput) {
+    init(readable: [Entry], invalid: [String], limit: Int, key: [UInt8], out: PullOutput) {
         self.readable = readable
         self.invalid = invalid
+        self.limit = limit
         self.key = key
         self.out = out
-        ends = readable.map { _ in [] }
-        written = readable.map { _ in nil }
+        ends = readable.map { _ in (nil, false) }
+        held = readable.map { _ in [] }
+        counts = readable.map { _ in 0 }
+        accepting = readable.map { _ in false }
         changed = !invalid.isEmpty
     }
 
@@ -256,16 +282,29 @@ struct PullAnswer {
         statuses[name] = (row[1] == "t", row[2].flatMap { Int64($0) } ?? 0, row[3].flatMap { Int64($0) } ?? 0)
     }
 
+    /// A row of `PullQuery.pageEnd`: the limit-th change's key, then one past it.
     mutating func pageEnd(_ index: Int, _ row: RawRow) {
-        ends[index].append((row[0].flatMap { Int64($0) } ?? 0, row[1] ?? "", row[2] ?? ""))
+        if ends[index].last == nil { ends[index].last = Self.key(of: row) } else { ends[index].more = true }
     }
 
     mutating func change(_ index: Int, _ row: RawRow) {
+        let streams = readable[index].streams
+        if !streams {
+            // Held: the row past the limit only tells that there are more.
+            guard counts[index] < limit else {
+                ends[index].more = true
+                return
+            }
+            if counts[index] > 0 { held[index].append(UInt8(ascii: ",")) }
+            counts[index] += 1
+            _ = row.withBytes(3) { held[index].append(contentsOf: $0) }
+            if counts[index] == limit { ends[index].last = Self.key(of: row) }
+            return
+        }
         open(through: index)
-        guard let count = written[index] else { return }
-        if count > 0 { out.append(UInt8(ascii: ",")) }
-        written[index] = count + 1
-        changed = true
+        guard accepting[index] else { return }
+        if counts[index] > 0 { out.append(UInt8(ascii: ",")) }
+        counts[index] += 1
         _ = row.withBytes(3) { out.append($0) }
     }
 
@@ -276,8 +315,12 @@ struct PullAnswer {
         return PullRoute.Answer(changed: changed, positions: positions)
     }
 
-    /// Opens the entries up to `index` (the last one's changes may follow), closing the one
-    /// before.
+    private static func key(of row: RawRow) -> (seq: Int64, collection: String, id: String) {
+        (row[0].flatMap { Int64($0) } ?? 0, row[1] ?? "", row[2] ?? "")
+    }
+
+    /// Opens the entries up to `index` (whose changes may follow), closing those before it;
+    /// past the last partition, closes them all.
     private mutating func open(through index: Int) {
         if opened == 0 {
             out.append("{\"partitions\":{")
@@ -288,18 +331,23 @@ struct PullAnswer {
             }
         }
         while opened <= min(index, readable.count - 1) {
-            if opened > 0, written[opened - 1] != nil { out.append("]}") }
+            close(opened - 1)
             if opened > 0 || !invalid.isEmpty { out.append(",") }
             entry(opened)
             opened += 1
         }
-        if index >= readable.count, opened > 0, written[opened - 1] != nil {
-            out.append("]}")
-            written[opened - 1] = nil
-        }
+        if index >= readable.count { close(opened - 1) }
     }
 
-    /// Partition `index`'s entry: whole when its status is not `ok`, else up to its changes.
+    private mutating func close(_ index: Int) {
+        guard index >= 0, accepting[index] else { return }
+        accepting[index] = false
+        if counts[index] > 0 { changed = true }
+        out.append("]}")
+    }
+
+    /// Partition `index`'s entry: whole when its status is not `ok`, else up to its changes
+    /// (with them when they were held).
     private mutating func entry(_ index: Int) {
         let (name, cursor) = (readable[index].name, readable[index].cursor)
         out.append(JSON.string(name).serializedBytes())
@@ -321,9 +369,9 @@ struct PullAnswer {
             changed = true
             return
         }
-        let more = ends[index].count > 1
         let next: Cursor
-        if more, let last = ends[index].first {
+        let more = ends[index].more
+        if more, let last = ends[index].last {
             next = Cursor(seq: last.seq, collection: last.collection, id: last.id, horizon: compacted)
         } else {
             // Everything up to the clock is delivered: later pulls start after it.
@@ -334,6 +382,8 @@ struct PullAnswer {
         out.append("{\"status\":\"ok\",\"cursor\":")
         out.append(JSON.string(next.encode(partition: name, key: key)).serializedBytes())
         out.append(more ? ",\"more\":true,\"changes\":[" : ",\"more\":false,\"changes\":[")
-        written[index] = 0
+        out.append(held[index])
+        held[index] = []
+        accepting[index] = true
     }
 }

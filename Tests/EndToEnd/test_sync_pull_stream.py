@@ -35,9 +35,9 @@ def filled():
     return officer, partition
 
 
-def paged(client, partition, limit):
-    """Every change and the final cursor, pulled `limit` at a time."""
-    changes, cursor, pages = [], None, 0
+def paged(client, partition, limit, cursor=None):
+    """Every change after `cursor`, the final cursor and the pages, pulled `limit` at a time."""
+    changes, pages = [], 0
     while True:
         entry = client.pull({partition: cursor}, limit=limit)[partition]
         assert entry["status"] == "ok", entry
@@ -80,6 +80,22 @@ def test_pages_that_end_amid_the_changes_say_more_and_go_on_from_there(filled):
     # A page that holds exactly what is left says no more.
     exact = officer.pull({partition: first["cursor"]}, limit=len(rest["changes"]))[partition]
     assert exact["more"] is False and exact["changes"] == rest["changes"] and exact["cursor"] == rest["cursor"]
+
+
+def test_a_caught_up_clients_pull_is_answered_whole_and_pages_the_same_way(filled):
+    # From a cursor at the partition's end the page is held until its last row (no extra
+    # statement for where it ends): it must say `more` and go on exactly as a streamed one.
+    officer, partition = filled
+    whole, cursor, _ = paged(officer, partition, 10_000)
+    updates = [change("update", "reports", partition, c["id"], {"draft": False}) for c in whole[:30]]
+    assert all(r["status"] == "applied" for r in officer.push(updates))
+    first = officer.pull({partition: cursor}, limit=10)[partition]
+    assert first["more"] is True and len(first["changes"]) == 10
+    rest, end, _ = paged(officer, partition, 10_000, first["cursor"])
+    at_once = officer.pull({partition: cursor}, limit=10_000)[partition]
+    assert at_once["more"] is False and len(at_once["changes"]) == 30
+    assert first["changes"] + rest == at_once["changes"]
+    assert end == at_once["cursor"]
 
 
 def blocked_backend(relation):
