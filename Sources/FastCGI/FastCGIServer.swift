@@ -195,7 +195,7 @@ public final class FastCGIServer: Sendable {
             }
             // A producer that wrote nothing still answers: its head, with an empty body.
             writer.flush()
-            large = true
+            large = large || writer.bodyBytes >= Self.largeBody
         }
         return large
     }
@@ -251,6 +251,8 @@ final class StreamWriter: BodyWriter {
     private let stream: UnsafeMutablePointer<FCGX_Stream>?
     private var failed = false
     private var head: [UInt8]?
+    /// Body bytes written so far (a streamed pull of 100 changes is small: no `malloc_trim`).
+    private(set) var bodyBytes = 0
 
     init(stream: UnsafeMutablePointer<FCGX_Stream>?, head: [UInt8]?) {
         self.stream = stream
@@ -273,6 +275,7 @@ final class StreamWriter: BodyWriter {
             put(head)
         }
         put(bytes)
+        bodyBytes += bytes.count
         return !failed
     }
 
