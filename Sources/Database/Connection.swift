@@ -56,6 +56,18 @@ public final class Connection {
     /// Sends the statements and one sync, then reads every answer. If one fails, the rest
     /// of the pipeline is skipped by the server and the first failure is thrown.
     public func pipeline(_ statements: [SQL]) throws(DatabaseError) -> [QueryResult] {
+        try pipeline(statements, streaming: [], row: { _, _ in })
+    }
+
+    /// `pipeline`, except that the rows of the statements in `streamed` are not collected:
+    /// each goes to `row` (with its statement's index) as soon as libpq has read it
+    /// (single-row mode), read in place from libpq's buffer, and their `QueryResult` has
+    /// no rows. For large answers: no copy of every row as Swift strings, and the caller
+    /// can pass the first rows on while the server is still sending the rest. A failure
+    /// after some rows (the connection lost, the statement cancelled) is still thrown,
+    /// once the pipeline is drained: the caller must treat what it passed on as incomplete.
+    public func pipeline(_ statements: [SQL], streaming streamed: Set<Int>,
+                         row: (_ statement: Int, RawRow) -> Void) throws(DatabaseError) -> [QueryResult] {
         guard let conn, PQstatus(conn) == CONNECTION_OK else {
             throw DatabaseError(kind: .unavailable, detail: "connection lost")
         }
@@ -86,10 +98,21 @@ public final class Connection {
                 }
                 if !parsed, prepared[statements[index].text] == name { prepared[statements[index].text] = nil }
             }
+            let streaming = streamed.contains(index)
+            // Must come before the statement's first result; refused (0) if libpq cannot, and
+            // then its rows arrive in one result and are handed over from that.
+            if streaming { _ = PQsetSingleRowMode(conn) }
             // Each statement's answer is one or more results followed by a NULL.
             while let result = PQgetResult(conn) {
                 defer { PQclear(result) }
                 switch PQresultStatus(result) {
+                case PGRES_SINGLE_TUPLE:
+                    if failure == nil { row(index, RawRow(result: result, row: 0)) }
+                case PGRES_TUPLES_OK where streaming:
+                    if failure == nil {
+                        for r in 0..<PQntuples(result) { row(index, RawRow(result: result, row: r)) }
+                    }
+                    results.append(QueryResult(columnsOf: result))
                 case PGRES_TUPLES_OK, PGRES_COMMAND_OK, PGRES_EMPTY_QUERY:
                     results.append(QueryResult(result))
                 case PGRES_PIPELINE_ABORTED:

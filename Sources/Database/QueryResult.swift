@@ -41,6 +41,13 @@ public struct QueryResult: Sendable {
         self.affected = Int(String(cString: PQcmdTuples(result))) ?? 0
     }
 
+    /// The columns only: a streamed statement's answer, whose rows went elsewhere.
+    init(columnsOf result: OpaquePointer) {
+        columns = (0..<PQnfields(result)).map { String(cString: PQfname(result, $0)) }
+        rows = []
+        affected = 0
+    }
+
     public var first: Row? { rows.first }
     public var isEmpty: Bool { rows.isEmpty }
 }
@@ -56,4 +63,23 @@ public struct Row: Sendable {
     public func int64(_ name: String) -> Int64? { self[name].flatMap { Int64($0) } }
     public func bool(_ name: String) -> Bool? { self[name].map { $0 == "t" } }
     public func string(_ name: String) -> String? { self[name] }
+}
+
+/// One row of a streamed statement (`Connection.pipeline(_:streaming:row:)`), read in place:
+/// valid only during the call it is passed to (libpq frees the row after it); keep copies.
+public struct RawRow {
+    let result: OpaquePointer
+    let row: Int32
+
+    /// The column's text as bytes; nil when it is NULL.
+    public func withBytes<T>(_ column: Int, _ body: (UnsafeRawBufferPointer) -> T) -> T? {
+        let c = Int32(column)
+        guard PQgetisnull(result, row, c) == 0, let value = PQgetvalue(result, row, c) else { return nil }
+        return body(UnsafeRawBufferPointer(start: UnsafeRawPointer(value), count: Int(PQgetlength(result, row, c))))
+    }
+
+    /// The column's text; nil when it is NULL.
+    public subscript(_ column: Int) -> String? {
+        withBytes(column) { String(decoding: $0, as: UTF8.self) }
+    }
 }

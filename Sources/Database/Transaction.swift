@@ -27,14 +27,24 @@ public final class Transaction {
 
     /// Several statements in one round trip.
     public func queries(_ statements: [SQL]) throws(DatabaseError) -> [QueryResult] {
+        try queries(statements, streaming: [], row: { _, _ in })
+    }
+
+    /// Several statements in one round trip, the rows of those at `streamed` (indices into
+    /// `statements`) handed to `row` as they arrive (`Connection.pipeline(_:streaming:row:)`).
+    public func queries(_ statements: [SQL], streaming streamed: Set<Int>,
+                        row: (_ statement: Int, RawRow) -> Void) throws(DatabaseError) -> [QueryResult] {
         precondition(!finished, "transaction already finished")
         // The opening failed (e.g. an unknown token): everything after it fails the same way.
         if let openingFailure { throw openingFailure }
         let batch = pending + statements
+        let offset = pending.count
         pending = []
         let results: [QueryResult]
         do {
-            results = try connection.pipeline(batch)
+            results = try connection.pipeline(batch, streaming: Set(streamed.map { $0 + offset })) { index, raw in
+                row(index - offset, raw)
+            }
         } catch var error {
             if let i = error.statementIndex {
                 if i < openingCount {
@@ -60,6 +70,16 @@ public final class Transaction {
     public func queries(_ statements: [SQL], thenCommit: Bool) throws(DatabaseError) -> [QueryResult] {
         guard thenCommit else { return try queries(statements) }
         let results = try queries(statements + [connection.commitStatement])
+        finished = true
+        return Array(results.dropLast())
+    }
+
+    /// The last statements of a transaction and its commit in one round trip, the rows of
+    /// those at `streamed` handed to `row` as they arrive.
+    public func queries(_ statements: [SQL], thenCommit: Bool, streaming streamed: Set<Int>,
+                        row: (_ statement: Int, RawRow) -> Void) throws(DatabaseError) -> [QueryResult] {
+        guard thenCommit else { return try queries(statements, streaming: streamed, row: row) }
+        let results = try queries(statements + [connection.commitStatement], streaming: streamed, row: row)
         finished = true
         return Array(results.dropLast())
     }

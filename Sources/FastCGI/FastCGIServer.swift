@@ -169,27 +169,47 @@ public final class FastCGIServer: Sendable {
         if let problem = response.unsafeHeader() {
             // Never sent: a 500 in its place, and a line in the log (without the value).
             Self.logError("refused to send a response: \(problem)", requestID: params["REQUEST_ID"] ?? "")
-            // nginx's request ids are hex; any other id is left out rather than escaped.
-            let requestID = params["REQUEST_ID"] ?? ""
-            let idField = !requestID.isEmpty && requestID.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) })
-                ? #","requestId":"\#(requestID)""# : ""
-            response = (params["DOCUMENT_URI"] ?? "").hasPrefix("/api/")
-                ? HTTPResponse(status: 500, contentType: "application/json",
-                               text: #"{"error":{"code":"internal_error","message":"internal error"\#(idField)}}"# + "\n")
-                : HTTPResponse(status: 500, contentType: "text/plain; charset=utf-8", text: "Internal error\n")
+            response = Self.internalError(params)
         }
-        let writer = StreamWriter(stream: tw_fcgx_out(raw))
-        writer.write(response.head())
         switch response.body {
         case .bytes(let bytes):
+            let writer = StreamWriter(stream: tw_fcgx_out(raw), head: nil)
+            writer.write(response.head())
             writer.write(bytes)
             large = large || bytes.count >= Self.largeBody
         case .stream(let produce):
-            // The head is out already; a failure now can only cut the body short.
-            try? produce(writer)
-            large = true
+            // The head goes out with the body's first bytes.
+            let writer = StreamWriter(stream: tw_fcgx_out(raw), head: response.head())
+            do {
+                try produce(writer)
+            } catch where writer.isCommitted {
+                // The head is out: the body can only be cut short. Closing the connection
+                // instead of ending the request makes nginx drop the client's connection
+                // without the end of the chunked body, so that no client takes what it got
+                // for the whole answer (Web's App logs the error).
+                shutdown(tw_fcgx_ipc_fd(raw), Int32(SHUT_RDWR))
+            } catch {
+                // A producer that failed before its first byte and gave no other answer.
+                Self.logError("streamed answer failed before its first byte: \(error)", requestID: params["REQUEST_ID"] ?? "")
+                writer.answerInstead(Self.internalError(params))
+            }
+            // A producer that wrote nothing still answers: its head, with an empty body.
+            writer.flush()
+            large = large || writer.bodyBytes >= Self.largeBody
         }
         return large
+    }
+
+    /// The answer in place of one that cannot be sent: the contract's JSON error on /api/.
+    private static func internalError(_ params: RequestFields) -> HTTPResponse {
+        // nginx's request ids are hex; any other id is left out rather than escaped.
+        let requestID = params["REQUEST_ID"] ?? ""
+        let idField = !requestID.isEmpty && requestID.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) })
+            ? #","requestId":"\#(requestID)""# : ""
+        return (params["DOCUMENT_URI"] ?? "").hasPrefix("/api/")
+            ? HTTPResponse(status: 500, contentType: "application/json",
+                           text: #"{"error":{"code":"internal_error","message":"internal error"\#(idField)}}"# + "\n")
+            : HTTPResponse(status: 500, contentType: "text/plain; charset=utf-8", text: "Internal error\n")
     }
 
     /// At most `count` glibc malloc arenas, unless MALLOC_ARENA_MAX says otherwise. glibc
@@ -211,25 +231,54 @@ public final class FastCGIServer: Sendable {
     }
 }
 
-/// Writes to libfcgi's output stream; `false` once the peer has gone.
+/// Writes to libfcgi's output stream; `false` once the peer has gone. `head`: sent before
+/// the first bytes (see `BodyWriter`).
 final class StreamWriter: BodyWriter {
     private let stream: UnsafeMutablePointer<FCGX_Stream>?
     private var failed = false
+    private var head: [UInt8]?
+    /// Body bytes written so far (a streamed pull of 100 changes is small: no `malloc_trim`).
+    private(set) var bodyBytes = 0
 
-    init(stream: UnsafeMutablePointer<FCGX_Stream>?) { self.stream = stream }
+    init(stream: UnsafeMutablePointer<FCGX_Stream>?, head: [UInt8]?) {
+        self.stream = stream
+        self.head = head
+    }
+
+    var isCommitted: Bool { head == nil }
+
+    func answerInstead(_ response: HTTPResponse) {
+        precondition(!isCommitted, "the head has gone out")
+        head = response.head()
+        if case .bytes(let body) = response.body { write(body) }
+    }
 
     @discardableResult
     func write(_ bytes: [UInt8]) -> Bool {
-        guard !failed, !bytes.isEmpty else { return !failed }
+        guard !bytes.isEmpty else { return !failed }
+        if let head {
+            self.head = nil
+            put(head)
+        }
+        put(bytes)
+        bodyBytes += bytes.count
+        return !failed
+    }
+
+    private func put(_ bytes: [UInt8]) {
+        guard !failed, !bytes.isEmpty else { return }
         let written = bytes.withUnsafeBytes {
             FCGX_PutStr($0.baseAddress!.assumingMemoryBound(to: CChar.self), Int32($0.count), stream)
         }
         if written < 0 { failed = true }
-        return !failed
     }
 
     @discardableResult
     func flush() -> Bool {
+        if let head {
+            self.head = nil
+            put(head)
+        }
         if !failed && FCGX_FFlush(stream) < 0 { failed = true }
         return !failed
     }

@@ -87,10 +87,19 @@ public struct HTTPResponse {
     }
 }
 
-/// Where a streamed body goes. `flush` answers false once the client is gone.
+/// Where a streamed body goes. The head goes out with the first bytes written (or the
+/// first flush): until then (`isCommitted` false) the producer may still give another answer
+/// in its place (`answerInstead`), e.g. the error it found before its first byte; a producer
+/// that throws after that cuts the answer short (FastCGIServer closes the connection, so
+/// that the client sees a broken response, never a complete-looking one).
+/// `flush` answers false once the client is gone.
 public protocol BodyWriter: AnyObject {
     @discardableResult func write(_ bytes: [UInt8]) -> Bool
     @discardableResult func flush() -> Bool
+    /// True once the head has gone out.
+    var isCommitted: Bool { get }
+    /// Answers `response` (its body in bytes) instead; only before anything went out.
+    func answerInstead(_ response: HTTPResponse)
 }
 
 extension BodyWriter {
@@ -100,10 +109,23 @@ extension BodyWriter {
 /// Collects a response in memory: in-process tests, and nothing else.
 public final class BufferedBodyWriter: BodyWriter {
     public private(set) var bytes: [UInt8] = []
+    /// The answer given instead of the streamed one (`answerInstead`), if any.
+    public private(set) var replacement: HTTPResponse?
+    public private(set) var isCommitted = false
     public init() {}
     public func write(_ bytes: [UInt8]) -> Bool {
+        isCommitted = true
         self.bytes += bytes
         return true
     }
-    public func flush() -> Bool { true }
+    public func flush() -> Bool {
+        isCommitted = true
+        return true
+    }
+    public func answerInstead(_ response: HTTPResponse) {
+        precondition(!isCommitted, "the head has gone out")
+        replacement = response
+        if case .bytes(let body) = response.body { bytes = body }
+        isCommitted = true
+    }
 }

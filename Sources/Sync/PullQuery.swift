@@ -3,35 +3,65 @@ import Database
 /// The SQL of a pull: partition statuses, then one range scan per partition over the
 /// tables of its collections, each change already rendered as JSON text by PostgreSQL.
 enum PullQuery {
-    /// Per partition: may the caller read it, its clock and compaction horizon.
+    /// Per partition: may the caller read it, its clock and compaction horizon. Prepared
+    /// once per connection (function calls: no plan depends on the names).
     static func statuses(_ names: [String]) -> SQL {
-        """
+        .reused("""
         select p.name as partition, app.can_read(p.name) as readable, c.seq, c.compacted_seq
           from unnest(\(names)::text[]) as p(name)
           left join app.clocks(\(names)::text[]) c on c.partition = p.name
+        """)
+    }
+
+    /// Up to `limit` changes after `cursor`, in (seq, collection, id) order.
+    ///
+    /// This and `pageEnd` are prepared once per connection: planning the union of a kind's
+    /// collections was a quarter of PostgreSQL's CPU for a pull of 100 changes (pgbench
+    /// `-M prepared`, docs/performance.md); the generic plan PostgreSQL may settle on is the
+    /// same range scan per collection, and a full pull did not get slower with it.
+    static func changes(of partition: Partition, after cursor: Cursor, limit: Int) -> SQL {
+        .reused("""
+        select seq, coll, id, body from (\(after(cursor, in: partition, more: body))) changes
+         order by seq, coll collate "C", id collate "C"
+         limit \(limit)
+        """)
+    }
+
+    /// A change of collection `coll` as the JSON the answer carries.
+    private static func body(_ coll: String) -> String {
+        """
+        '{"collection":"\(coll)","id":' || to_json(id)::text ||
+               case when deleted then ',"op":"delete"}' else ',"op":"upsert","doc":' || doc::text || '}' end as body
         """
     }
 
-    /// Changes after `cursor`, in (seq, collection, id) order, `limit + 1` of them so that
-    /// the caller can tell whether there are more.
-    static func changes(of partition: Partition, after cursor: Cursor, limit: Int) -> SQL {
+    /// The keys of the `limit`-th and the next change after `cursor`, run before the page:
+    /// a second row means there are more, and the first is where the next page starts.
+    /// Known before the page's first change, they let its answer stream (the cursor and
+    /// `more` come before the changes in the JSON). Keys only: no document is read.
+    static func pageEnd(of partition: Partition, after cursor: Cursor, limit: Int) -> SQL {
+        .reused("""
+        select seq, coll, id from (\(after(cursor, in: partition))) changes
+         order by seq, coll collate "C", id collate "C"
+         offset \(limit - 1) limit 2
+        """)
+    }
+
+    /// One branch per collection of the partition's kind: `seq, coll, id` and the columns
+    /// `more` writes for a collection's name, of its changes after `cursor`.
+    private static func after(_ cursor: Cursor, in partition: Partition, more: ((String) -> String)? = nil) -> SQL {
         let name = partition.description
         let branches = partition.kind.collections.map { collection -> SQL in
             let coll = collection.rawValue
+            let extra = more.map { ", " + $0(coll) } ?? ""
             return """
-                select seq, \(unsafeSQL: "'\(coll)'") as coll, id,
-                       '{"collection":"\(unsafeSQL: coll)","id":' || to_json(id)::text ||
-                       case when deleted then ',"op":"delete"}' else ',"op":"upsert","doc":' || doc::text || '}' end as body
+                select seq, \(unsafeSQL: "'\(coll)'") as coll, id\(unsafeSQL: extra)
                   from sync.\(unsafeSQL: collection.table)
                  where partition = \(name) and seq >= \(cursor.seq)
                    and (seq > \(cursor.seq) or \(cursor.collection) < \(unsafeSQL: "'\(coll)'") collate "C"
                         or (\(cursor.collection) = \(unsafeSQL: "'\(coll)'") and id > \(cursor.id) collate "C"))
                 """
         }
-        return """
-            select seq, coll, id, body from (\(SQL.join(branches, separator: " union all "))) changes
-             order by seq, coll collate "C", id collate "C"
-             limit \(limit + 1)
-            """
+        return SQL.join(branches, separator: " union all ")
     }
 }

@@ -25,6 +25,10 @@ enum PullRoute {
         let body = try context.jsonObject(allowing: ["partitions", "limit", "wait", "clientId"])
         let request = try PullRequest(body, key: context.app.secrets.cursorKey, maxLimit: context.app.config.limits.changesPerPull)
         context.loggedClientID = request.clientID
+        // Here, not only in the snapshot: a streamed answer's status is its head's, and the
+        // request log and metrics take it when the handler returns (an unknown or revoked
+        // token is still a 401 in its place, BodyWriter, but logged as the 200 it replaced).
+        guard context.bearerToken != nil else { throw AppError.unauthenticated }
         let hub = service.changes
         let deadline = Date().addingTimeInterval(request.wait)
         while true {
@@ -33,7 +37,20 @@ enum PullRoute {
             // Before the snapshot, so that the caller's own document already says On-Line.
             service.presence.touch(context)
             let idle = try unchanged(request, context: context)
-            let answer = try idle.answer ?? run(request, context: context, primaryLSN: idle.lsn ?? context.primaryPosition())
+            let answer: Answer
+            if let unchanged = idle.answer {
+                answer = unchanged
+            } else {
+                let primaryLSN = try idle.lsn ?? context.primaryPosition()
+                if request.wait == 0 || Date() >= deadline {
+                    // The last snapshot of this request, whatever it holds: streamed.
+                    return streamed(request, context, service, primaryLSN: primaryLSN)
+                }
+                let out = PullOutput(writer: nil)
+                var snapshot = try run(request, context: context, primaryLSN: primaryLSN, into: out)
+                snapshot.body = out.bytes
+                answer = snapshot
+            }
             if answer.changed || request.wait == 0 || Date() >= deadline {
                 return respond(answer, request, context, service)
             }
@@ -49,7 +66,25 @@ enum PullRoute {
         if let clientID = request.clientID {
             service.devicePulls.record(context, clientID: clientID, positions: answer.positions)
         }
-        return .jsonText(answer.text)
+        return .jsonBytes(answer.body)
+    }
+
+    /// The snapshot's answer written out as PostgreSQL sends its rows (`PullOutput`), so that
+    /// PostgreSQL, the worker and nginx's gzip work at once on a large pull. An error before
+    /// the first byte is still the contract's error (`BodyWriter`); one after it closes the
+    /// connection, so the client never takes the part it got for a whole answer (its cursor
+    /// advances only with a complete body: it pulls again from where it stood).
+    static func streamed(_ request: PullRequest, _ context: RequestContext, _ service: SyncService,
+                         primaryLSN: String?) -> HTTPResponse {
+        HTTPResponse(status: 200, headers: [("Content-Type", "application/json"), ("Cache-Control", "no-store")],
+                     body: .stream { writer in
+                         let out = PullOutput(writer: writer)
+                         let answer = try run(request, context: context, primaryLSN: primaryLSN, into: out)
+                         out.finish()
+                         if let clientID = request.clientID {
+                             service.devicePulls.record(context, clientID: clientID, positions: answer.positions)
+                         }
+                     })
     }
 
     /// When every cursor stands after its partition's last change, one statement can tell
@@ -88,11 +123,12 @@ enum PullRoute {
             text += JSON.string(cursor.encode(partition: entry.name, key: key)).serialized()
             text += #","more":false,"changes":[]}"#
         }
-        return (Answer(text: text + "}}", changed: false, positions: positions), nil)
+        return (Answer(body: Array((text + "}}").utf8), changed: false, positions: positions), nil)
     }
 
     struct Answer {
-        var text: String
+        /// The JSON; empty for a streamed answer (written out already).
+        var body: [UInt8] = []
         /// True when some partition has changes, or a status other than `ok`.
         var changed: Bool
         /// Per partition answered `ok`: the seq up to which the caller now has every change.
@@ -101,80 +137,253 @@ enum PullRoute {
 
     /// `primaryLSN`: where the primary stood when the pull began; a replica answers only once
     /// it has replayed that far (nil: the primary answers).
-    static func run(_ request: PullRequest, context: RequestContext, primaryLSN: String?) throws -> Answer {
-        let key = context.app.secrets.cursorKey
-        let readable = request.partitions.compactMap { entry -> (String, Partition, Cursor)? in
-            if case .from(let partition, let cursor) = entry.start { return (entry.name, partition, cursor) }
+    ///
+    /// One round trip: the statuses, then per readable partition its page (before it, where
+    /// the page ends, for a page that streams: `PullAnswer`), each statement's rows read in
+    /// place from libpq as they arrive (a change's JSON, rendered by PostgreSQL, is copied once).
+    static func run(_ request: PullRequest, context: RequestContext, primaryLSN: String?, into out: PullOutput) throws -> Answer {
+        let readable = request.partitions.compactMap { entry -> PullAnswer.Entry? in
+            if case .from(let partition, let cursor) = entry.start { return .init(name: entry.name, partition: partition, cursor: cursor) }
             return nil
         }
-        // The statuses, then one page per readable partition, in their order: one round trip.
-        let (statusRows, pages) = try context.asAPICallerReading(replicaAfter: primaryLSN, snapshot: true) { tx, _ -> ([Row], ArraySlice<QueryResult>) in
-            let statements = [PullQuery.statuses(readable.map(\.0))]
-                + readable.map { PullQuery.changes(of: $0.1, after: $0.2, limit: request.limit) }
-            let results = try tx.queries(statements, thenCommit: true)
-            return (results[0].rows, results.dropFirst())
+        let invalid = request.partitions.compactMap { entry -> String? in
+            if case .invalidPartition = entry.start { return entry.name }
+            return nil
         }
-        var statuses: [String: Row] = [:]
-        for row in statusRows { if let name = row["partition"] { statuses[name] = row } }
+        // What each statement's rows are: 0 the statuses, then per partition (its index).
+        enum Rows { case statuses, pageEnd(Int), page(Int) }
+        var statements = [PullQuery.statuses(readable.map(\.name))]
+        var rows: [Rows] = [.statuses]
+        for (index, entry) in readable.enumerated() {
+            if entry.streams {
+                statements.append(PullQuery.pageEnd(of: entry.partition, after: entry.cursor, limit: request.limit))
+                rows.append(.pageEnd(index))
+            }
+            // One more than the limit when the page is held: that row tells there are more.
+            statements.append(PullQuery.changes(of: entry.partition, after: entry.cursor,
+                                                limit: entry.streams ? request.limit : request.limit + 1))
+            rows.append(.page(index))
+        }
+        return try context.asAPICallerReading(replicaAfter: primaryLSN, snapshot: true) { tx, _ in
+            // A retry (a replica's recovery conflict) starts the answer again, unless it has gone out.
+            try out.restart()
+            var answer = PullAnswer(readable: readable, invalid: invalid, limit: request.limit, key: context.app.secrets.cursorKey,
+                                    out: out)
+            _ = try tx.queries(statements, thenCommit: true, streaming: Set(statements.indices)) { statement, row in
+                switch rows[statement] {
+                case .statuses: answer.status(row)
+                case .pageEnd(let index): answer.pageEnd(index, row)
+                case .page(let index): answer.change(index, row)
+                }
+            }
+            return answer.finish()
+        }
+    }
+}
 
-        var text = "{\"partitions\":{"
-        var changed = false
-        var positions: [String: Int64] = [:]
-        var first = true
-        func open(_ name: String) {
-            if !first { text += "," }
-            first = false
-            text += JSON.string(name).serialized() + ":"
+/// Where a pull's answer goes: to the client in chunks as it is made (`writer`), or kept
+/// whole (`bytes`, without a writer: a long poll's snapshot, which may turn out unchanged).
+final class PullOutput {
+    private let writer: (any BodyWriter)?
+    private(set) var bytes: [UInt8] = []
+    /// Written out whenever this much is waiting: FastCGI records, nginx's gzip and the
+    /// client's TLS then work on one chunk while PostgreSQL sends the next.
+    static let chunk = 64 * 1024
+
+    init(writer: (any BodyWriter)?) {
+        self.writer = writer
+        bytes.reserveCapacity(writer == nil ? 4096 : Self.chunk + 8192)
+    }
+
+    /// Forgets what was made so far, if none of it has gone out.
+    func restart() throws {
+        guard writer?.isCommitted != true else { throw AppError(.unavailable, "the pull was interrupted; pull again") }
+        bytes.removeAll(keepingCapacity: true)
+    }
+
+    func append(_ text: StaticString) {
+        text.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
+
+    func append(_ text: [UInt8]) { bytes.append(contentsOf: text) }
+
+    func append(_ byte: UInt8) { bytes.append(byte) }
+
+    func append(_ raw: UnsafeRawBufferPointer) {
+        bytes.append(contentsOf: raw)
+        if let writer, bytes.count >= Self.chunk {
+            writer.write(bytes)
+            bytes.removeAll(keepingCapacity: true)
         }
-        for entry in request.partitions {
-            guard case .from = entry.start else {
-                open(entry.name)
-                text += #"{"status":"invalid"}"#
-                changed = true
-                continue
+    }
+
+    /// Writes out the rest.
+    func finish() {
+        guard let writer else { return }
+        writer.write(bytes)
+        writer.flush()
+        bytes = []
+    }
+}
+
+/// A snapshot's answer, written as the rows of its statements arrive: `{"partitions":{...}}`
+/// with the invalid partitions first, then each readable one in order. A partition's entry
+/// holds its cursor and `more` before its changes, so its page can only stream when where
+/// it ends is known first (`PullQuery.pageEnd`, a statement of its own): the pages of pulls
+/// from the start or from within a page (a cursor that `more` gave) stream, those are the
+/// large ones; a page after a cursor that stood at a partition's end (a client catching up
+/// on what changed since) is held until its last row, as small pages are, and its end is
+/// told by the row past the limit, without the extra statement. A streaming entry is opened
+/// when its first change arrives, every entry before it then written whole.
+struct PullAnswer {
+    struct Entry {
+        let name: String
+        let partition: Partition
+        let cursor: Cursor
+        /// Whether the page streams (see above).
+        var streams: Bool { cursor == .start || cursor.collection != "~" }
+    }
+
+    private let readable: [Entry]
+    private let invalid: [String]
+    private let limit: Int
+    private let key: [UInt8]
+    private let out: PullOutput
+    private var statuses: [String: (readable: Bool, seq: Int64, compacted: Int64)] = [:]
+    /// Per partition: where its page ends, as far as known: a key past the limit means more,
+    /// and then the last key at the limit is where the next page starts.
+    private var ends: [(last: (seq: Int64, collection: String, id: String)?, more: Bool)]
+    /// Per partition that does not stream: its changes so far, joined with commas.
+    private var held: [[UInt8]]
+    /// Per partition: changes so far.
+    private var counts: [Int]
+    /// Per partition: whether its entry is open for changes (status `ok`, not closed yet).
+    private var accepting: [Bool]
+    /// Entries opened so far; the last one's changes may still be coming.
+    private var opened = 0
+    private var changed: Bool
+    private var positions: [String: Int64] = [:]
+
+    init(readable: [Entry], invalid: [String], limit: Int, key: [UInt8], out: PullOutput) {
+        self.readable = readable
+        self.invalid = invalid
+        self.limit = limit
+        self.key = key
+        self.out = out
+        ends = readable.map { _ in (nil, false) }
+        held = readable.map { _ in [] }
+        counts = readable.map { _ in 0 }
+        accepting = readable.map { _ in false }
+        changed = !invalid.isEmpty
+    }
+
+    mutating func status(_ row: RawRow) {
+        guard let name = row[0] else { return }
+        statuses[name] = (row[1] == "t", row[2].flatMap { Int64($0) } ?? 0, row[3].flatMap { Int64($0) } ?? 0)
+    }
+
+    /// A row of `PullQuery.pageEnd`: the limit-th change's key, then one past it.
+    mutating func pageEnd(_ index: Int, _ row: RawRow) {
+        if ends[index].last == nil { ends[index].last = Self.key(of: row) } else { ends[index].more = true }
+    }
+
+    mutating func change(_ index: Int, _ row: RawRow) {
+        let streams = readable[index].streams
+        if !streams {
+            // Held: the row past the limit only tells that there are more.
+            guard counts[index] < limit else {
+                ends[index].more = true
+                return
+            }
+            if counts[index] > 0 { held[index].append(UInt8(ascii: ",")) }
+            counts[index] += 1
+            _ = row.withBytes(3) { held[index].append(contentsOf: $0) }
+            if counts[index] == limit { ends[index].last = Self.key(of: row) }
+            return
+        }
+        open(through: index)
+        guard accepting[index] else { return }
+        if counts[index] > 0 { out.append(UInt8(ascii: ",")) }
+        counts[index] += 1
+        _ = row.withBytes(3) { out.append($0) }
+    }
+
+    /// Writes the entries not yet written and the end; the answer's summary.
+    mutating func finish() -> PullRoute.Answer {
+        open(through: readable.count)
+        out.append("}}")
+        return PullRoute.Answer(changed: changed, positions: positions)
+    }
+
+    private static func key(of row: RawRow) -> (seq: Int64, collection: String, id: String) {
+        (row[0].flatMap { Int64($0) } ?? 0, row[1] ?? "", row[2] ?? "")
+    }
+
+    /// Opens the entries up to `index` (whose changes may follow), closing those before it;
+    /// past the last partition, closes them all.
+    private mutating func open(through index: Int) {
+        if opened == 0 {
+            out.append("{\"partitions\":{")
+            for (n, name) in invalid.enumerated() {
+                if n > 0 { out.append(",") }
+                out.append(JSON.string(name).serializedBytes())
+                out.append(":{\"status\":\"invalid\"}")
             }
         }
-        for (index, (name, _, cursor)) in readable.enumerated() {
-            open(name)
-            let status = statuses[name]
-            guard status?.bool("readable") == true else {
-                text += #"{"status":"forbidden"}"#
-                changed = true
-                continue
-            }
-            let clock = status?.int64("seq") ?? 0
-            let compacted = status?.int64("compacted_seq") ?? 0
-            // Reset only when a compaction since this cursor was given removed tombstones the
-            // client has not pulled yet. A null cursor, or one given after the last compaction
-            // (a fresh client paging from null), has missed nothing: it pulls what survives.
-            // A cursor strictly inside number `compacted` (seeded batches share one number)
-            // may have missed a removed tombstone of that same number, so it resets too.
-            if cursor != .start && cursor.horizon < compacted
-                && (cursor.seq < compacted || (cursor.seq == compacted && cursor.collection != "~")) {
-                text += #"{"status":"reset"}"#
-                changed = true
-                continue
-            }
-            let rows = pages[pages.startIndex + index].rows
-            let more = rows.count > request.limit
-            let page = rows.prefix(request.limit)
-            let next: Cursor
-            if more, let last = page.last {
-                next = Cursor(seq: last.int64("seq") ?? 0, collection: last["coll"] ?? "", id: last["id"] ?? "",
-                              horizon: compacted)
-            } else {
-                // Everything up to the clock is delivered: later pulls start after it.
-                next = .after(max(clock, cursor.seq), horizon: compacted)
-            }
-            if !page.isEmpty { changed = true }
-            // Inside a seq (a page ending amid a batch that shares it) only the one before is whole.
-            positions[name] = more ? next.seq - 1 : next.seq
-            text += #"{"status":"ok","cursor":"# + JSON.string(next.encode(partition: name, key: key)).serialized()
-            text += #","more":"# + (more ? "true" : "false") + #","changes":["#
-            text += page.compactMap { $0["body"] }.joined(separator: ",")
-            text += "]}"
+        while opened <= min(index, readable.count - 1) {
+            close(opened - 1)
+            if opened > 0 || !invalid.isEmpty { out.append(",") }
+            entry(opened)
+            opened += 1
         }
-        text += "}}"
-        return Answer(text: text, changed: changed, positions: positions)
+        if index >= readable.count { close(opened - 1) }
+    }
+
+    private mutating func close(_ index: Int) {
+        guard index >= 0, accepting[index] else { return }
+        accepting[index] = false
+        if counts[index] > 0 { changed = true }
+        out.append("]}")
+    }
+
+    /// Partition `index`'s entry: whole when its status is not `ok`, else up to its changes
+    /// (with them when they were held).
+    private mutating func entry(_ index: Int) {
+        let (name, cursor) = (readable[index].name, readable[index].cursor)
+        out.append(JSON.string(name).serializedBytes())
+        out.append(":")
+        guard let status = statuses[name], status.readable else {
+            out.append("{\"status\":\"forbidden\"}")
+            changed = true
+            return
+        }
+        // Reset only when a compaction since this cursor was given removed tombstones the
+        // client has not pulled yet. A null cursor, or one given after the last compaction
+        // (a fresh client paging from null), has missed nothing: it pulls what survives.
+        // A cursor strictly inside number `compacted` (seeded batches share one number)
+        // may have missed a removed tombstone of that same number, so it resets too.
+        let compacted = status.compacted
+        if cursor != .start && cursor.horizon < compacted
+            && (cursor.seq < compacted || (cursor.seq == compacted && cursor.collection != "~")) {
+            out.append("{\"status\":\"reset\"}")
+            changed = true
+            return
+        }
+        let next: Cursor
+        let more = ends[index].more
+        if more, let last = ends[index].last {
+            next = Cursor(seq: last.seq, collection: last.collection, id: last.id, horizon: compacted)
+        } else {
+            // Everything up to the clock is delivered: later pulls start after it.
+            next = .after(max(status.seq, cursor.seq), horizon: compacted)
+        }
+        // Inside a seq (a page ending amid a batch that shares it) only the one before is whole.
+        positions[name] = more ? next.seq - 1 : next.seq
+        out.append("{\"status\":\"ok\",\"cursor\":")
+        out.append(JSON.string(next.encode(partition: name, key: key)).serializedBytes())
+        out.append(more ? ",\"more\":true,\"changes\":[" : ",\"more\":false,\"changes\":[")
+        out.append(held[index])
+        held[index] = []
+        accepting[index] = true
     }
 }

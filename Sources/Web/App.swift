@@ -52,6 +52,22 @@ public final class App: Sendable {
             response = errorResponse(.notFound("no such path"), for: context)
         }
         if request.method == "HEAD" { response.body = .bytes([]) }
+        if case .stream(let produce) = response.body {
+            // A streamed answer's own failure: before its first byte, the contract's error in
+            // its place (as if the handler had thrown); after it, the answer is cut short.
+            response.body = .stream { [self] writer in
+                do {
+                    try produce(writer)
+                } catch where !writer.isCommitted {
+                    let error = AppError.from(error, requestID: request.requestID)
+                    Log.info("streamed answer replaced by \(error.status) before its first byte", requestID: request.requestID)
+                    writer.answerInstead(errorResponse(error, for: context))
+                } catch {
+                    Log.error("streamed answer cut short: \(error)", requestID: request.requestID)
+                    throw error
+                }
+            }
+        }
         Metrics.record(method: request.method, route: context.route, status: response.status, since: started)
         RequestLog.write(context, status: response.status, since: started)
         return response

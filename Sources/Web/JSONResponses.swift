@@ -7,8 +7,8 @@ extension HTTPResponse {
         HTTPResponse(status: status, contentType: "application/json", body: value.serializedBytes(), headers: headers)
     }
 
-    /// JSON text made elsewhere (PostgreSQL's own rendering), sent as it is.
-    package static func jsonText(_ text: String, status: Int = 200) -> HTTPResponse {
-        HTTPResponse(status: status, contentType: "application/json", text: text, headers: [("Cache-Control", "no-store")])
+    /// JSON made elsewhere (PostgreSQL's own rendering), sent as it is.
+    package static func jsonBytes(_ bytes: [UInt8], status: Int = 200) -> HTTPResponse {
+        HTTPResponse(status: status, contentType: "application/json", body: bytes, headers: [("Cache-Control", "no-store")])
     }
 }

@@ -12,8 +12,10 @@ public enum Tokens {
 
     /// The first statement of an authenticated transaction: checks the token and sets the
     /// caller's claims (`tideway.user_id`, `tideway.role`, `tideway.agency`) for it.
+    /// Prepared once per connection: every authenticated request sends it, and its plan is
+    /// a function call whatever the token.
     public static func authenticate(token: String, kind: TokenKind) -> SQL {
-        "select * from app.authenticate(\(hash(token)), \(kind.rawValue))"
+        .reused("select * from app.authenticate(\(hash(token)), \(kind.rawValue))")
     }
 }
 
