@@ -35,3 +35,38 @@ enum PullQuery {
             """
     }
 }
+
+/// One readable partition's answer in a pull, from its row of `PullQuery.statuses` and its
+/// rows of `PullQuery.changes`: the pull's and the carried events' (EventChanges), so that
+/// an event's cursors are exactly the ones a pull would give.
+struct PullPage {
+    /// Where the next pull starts.
+    let next: Cursor
+    /// More changes than `limit`: the next pull continues amid them.
+    let more: Bool
+    /// The changes as JSON text, in the pull's order.
+    let changes: [String]
+
+    /// nil when the cursor must reset: a compaction since this cursor was given removed
+    /// tombstones the client has not pulled yet. A null cursor, or one given after the last
+    /// compaction (a fresh client paging from null), has missed nothing: it pulls what
+    /// survives. A cursor strictly inside number `compacted` (seeded batches share one
+    /// number) may have missed a removed tombstone of that same number, so it resets too.
+    init?(status: Row?, rows: [Row], after cursor: Cursor, limit: Int) {
+        let clock = status?.int64("seq") ?? 0
+        let compacted = status?.int64("compacted_seq") ?? 0
+        if cursor != .start && cursor.horizon < compacted
+            && (cursor.seq < compacted || (cursor.seq == compacted && cursor.collection != "~")) {
+            return nil
+        }
+        more = rows.count > limit
+        let page = rows.prefix(limit)
+        if more, let last = page.last {
+            next = Cursor(seq: last.int64("seq") ?? 0, collection: last["coll"] ?? "", id: last["id"] ?? "", horizon: compacted)
+        } else {
+            // Everything up to the clock is delivered: later pulls start after it.
+            next = .after(max(clock, cursor.seq), horizon: compacted)
+        }
+        changes = page.compactMap { $0["body"] }
+    }
+}

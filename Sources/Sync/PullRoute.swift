@@ -142,36 +142,17 @@ enum PullRoute {
                 changed = true
                 continue
             }
-            let clock = status?.int64("seq") ?? 0
-            let compacted = status?.int64("compacted_seq") ?? 0
-            // Reset only when a compaction since this cursor was given removed tombstones the
-            // client has not pulled yet. A null cursor, or one given after the last compaction
-            // (a fresh client paging from null), has missed nothing: it pulls what survives.
-            // A cursor strictly inside number `compacted` (seeded batches share one number)
-            // may have missed a removed tombstone of that same number, so it resets too.
-            if cursor != .start && cursor.horizon < compacted
-                && (cursor.seq < compacted || (cursor.seq == compacted && cursor.collection != "~")) {
+            guard let page = PullPage(status: status, rows: pages[pages.startIndex + index].rows, after: cursor, limit: request.limit) else {
                 text += #"{"status":"reset"}"#
                 changed = true
                 continue
             }
-            let rows = pages[pages.startIndex + index].rows
-            let more = rows.count > request.limit
-            let page = rows.prefix(request.limit)
-            let next: Cursor
-            if more, let last = page.last {
-                next = Cursor(seq: last.int64("seq") ?? 0, collection: last["coll"] ?? "", id: last["id"] ?? "",
-                              horizon: compacted)
-            } else {
-                // Everything up to the clock is delivered: later pulls start after it.
-                next = .after(max(clock, cursor.seq), horizon: compacted)
-            }
-            if !page.isEmpty { changed = true }
+            if !page.changes.isEmpty { changed = true }
             // Inside a seq (a page ending amid a batch that shares it) only the one before is whole.
-            positions[name] = more ? next.seq - 1 : next.seq
-            text += #"{"status":"ok","cursor":"# + JSON.string(next.encode(partition: name, key: key)).serialized()
-            text += #","more":"# + (more ? "true" : "false") + #","changes":["#
-            text += page.compactMap { $0["body"] }.joined(separator: ",")
+            positions[name] = page.more ? page.next.seq - 1 : page.next.seq
+            text += #"{"status":"ok","cursor":"# + JSON.string(page.next.encode(partition: name, key: key)).serialized()
+            text += #","more":"# + (page.more ? "true" : "false") + #","changes":["#
+            text += page.changes.joined(separator: ",")
             text += "]}"
         }
         text += "}}"
