@@ -25,17 +25,20 @@ public final class EventPublisher {
     var reader: Connection?
     var cursorKey: [UInt8] = []
 
-    /// An event carries at most this many changes and bytes of them; a bigger change stays a
-    /// thin event and the client pulls. nchan keeps the last 64 events of a channel
-    /// (Deploy/nginx), so this also bounds what one partition holds in its shared memory.
+    /// An event carries at most this many changes and `carryBytes` bytes of them; a bigger
+    /// change stays a thin event and the client pulls. nchan keeps the last 64 events of a
+    /// channel (Deploy/nginx), so this also bounds what one partition holds in its shared memory.
     static let maxCarriedChanges = 50
-    static let maxCarriedBytes = 16 * 1024
+    public static let defaultCarryBytes = 16 * 1024
+    /// 0: every event thin (no read per event), as before events carried changes.
+    let carryBytes: Int
     /// Forgotten past this many partitions (then the next event of each is thin again).
     static let maxRemembered = 100_000
 
     /// `recountEvery`: seconds between checks of the stream counts against nginx's.
-    public init(conninfo: String, publishSocket: String, recountEvery: Double = 30) {
+    public init(conninfo: String, publishSocket: String, recountEvery: Double = 30, carryBytes: Int = defaultCarryBytes) {
         self.conninfo = conninfo
+        self.carryBytes = carryBytes
         self.nchan = NchanClient(socketPath: publishSocket)
         self.streamCounts = StreamCountReconciler(conninfo: conninfo, publishSocket: publishSocket, interval: recountEvery)
     }
@@ -77,7 +80,11 @@ public final class EventPublisher {
                 throw DatabaseError(kind: .unavailable, detail: "poll failed")
             }
             let received = DispatchTime.now()
+            // Every change of a batch committed before the batch arrived, so before the
+            // snapshot that read its partition's first one: one read per partition covers it.
+            var read: Set<String> = []
             for note in try connection.notifications() {
+                if note.channel == "tideway_changes" && !read.insert(note.payload).inserted { continue }
                 publish(note.channel, note.payload)
                 // Lag: from reading the notification (delivered at commit) to nginx's answer.
                 Timer(label: "tideway_event_publish_lag_seconds").recordSeconds(Double(DispatchTime.now().uptimeNanoseconds - received.uptimeNanoseconds) / 1e9)
@@ -136,7 +143,7 @@ public final class EventPublisher {
     /// the revocations not handled yet (closed first, so that no stream of a login that lost
     /// the partition before these changes receives them), or a thin event.
     func publishChange(_ partition: String) throws {
-        guard let parsed = Partition(partition) else { return publishThin(partition) }
+        guard carryBytes > 0, let parsed = Partition(partition) else { return publishThin(partition) }
         let since = published[partition]
         let (clock, carried, revoked): (Int64, EventChanges.Carried?, [Row])
         do {
@@ -145,7 +152,7 @@ public final class EventPublisher {
             let revocations: SQL = "select id, channels from app.stream_revocations_after(\(revocationsHandled))"
             (clock, carried, revoked) = try connection.transaction(snapshot: true, opening: [EventChanges.claimReader(of: partition), revocations]) { tx in
                 let read = try EventChanges.read(tx, partition: parsed, since: since, maxChanges: Self.maxCarriedChanges,
-                                                 maxBytes: Self.maxCarriedBytes, key: cursorKey)
+                                                 maxBytes: carryBytes, key: cursorKey)
                 return (read.clock, read.carried, tx.openingResults.last?.rows ?? [])
             }
         } catch {
