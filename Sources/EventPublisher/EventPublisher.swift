@@ -17,7 +17,9 @@ public final class EventPublisher {
     let streamCounts: StreamCountReconciler
 
     /// Per partition, the number its last event stood at: the next event carries the changes
-    /// after it. A partition not in here (since the start) gets a thin event first.
+    /// after it. A partition not in here (since the start) gets a thin event first. Any number
+    /// is safe here, even one whose event was lost: a client applies an event only at the
+    /// cursor it names, and pulls otherwise.
     var published: [String: Int64] = [:]
     /// Every revocation up to this id (app.stream_revocations) has closed its streams.
     var revocationsHandled: Int64 = 0
@@ -74,8 +76,12 @@ public final class EventPublisher {
     private func pump(_ connection: Connection) throws -> Never {
         var descriptor = pollfd(fd: connection.socket, events: Int16(POLLIN), revents: 0)
         var nextCheckpoint = Date().addingTimeInterval(Self.checkpointSeconds)
+        // A statement on this connection (the checkpoint) reads any notification that arrives
+        // meanwhile into libpq, where poll() cannot see it: look there first, without waiting.
+        var maybeBuffered = false
         while true {
-            let wait = Int32(max(0, min(nextCheckpoint.timeIntervalSinceNow, 5)) * 1000) + 1
+            let wait = maybeBuffered ? 0 : Int32(max(0, min(nextCheckpoint.timeIntervalSinceNow, 5)) * 1000) + 1
+            maybeBuffered = false
             if poll(&descriptor, 1, wait) < 0 && errno != EINTR {
                 throw DatabaseError(kind: .unavailable, detail: "poll failed")
             }
@@ -96,6 +102,7 @@ public final class EventPublisher {
                 try connection.execute("select app.forget_stream_revocations(\(revocationsHandled))")
                 try closeRevokedStreams(connection)
                 nextCheckpoint = Date().addingTimeInterval(Self.checkpointSeconds)
+                maybeBuffered = true
             }
         }
     }
@@ -117,9 +124,10 @@ public final class EventPublisher {
     /// Closes the open streams of revoked logins (a revocation whose notification was lost).
     func closeRevokedStreams(_ connection: Connection) throws {
         let channels = try connection.execute("select c from app.revoked_stream_channels() c").rows.compactMap { $0.string("c") }
-        guard !channels.isEmpty else { return }
-        for start in stride(from: 0, to: channels.count, by: 50) {
-            publish("tideway_revoked", channels[start..<min(start + 50, channels.count)].joined(separator: ","))
+        do {
+            try closeLoginChannels(channels.map { Substring($0) })
+        } catch {
+            noteLost(error)
         }
     }
 
@@ -129,14 +137,21 @@ public final class EventPublisher {
         for row in rows {
             guard let id = row.int64("id"), let channels = row["channels"] else { continue }
             if id > revocationsHandled {
-                let logins = channels.split(separator: ",").filter { $0.hasPrefix("l") && $0.count == 33 }
-                for start in stride(from: 0, to: logins.count, by: 50) {
-                    try nchan.send("DELETE", "/_publish/" + logins[start..<min(start + 50, logins.count)].joined(separator: ","),
-                                   body: [], headers: [:])
-                }
+                try closeLoginChannels(channels.split(separator: ","))
                 revocationsHandled = id
             }
         }
+    }
+
+    /// Deletes logins' own channels ("l" + 32 hex digits; anything else is ignored), 50 per
+    /// request: nchan ends every stream that listens on one.
+    func closeLoginChannels(_ channels: [Substring]) throws {
+        let logins = channels.filter { $0.hasPrefix("l") && $0.count == 33 }
+        for start in stride(from: 0, to: logins.count, by: 50) {
+            try nchan.send("DELETE", "/_publish/" + logins[start..<min(start + 50, logins.count)].joined(separator: ","),
+                           body: [], headers: [:])
+        }
+        Counter(label: "tideway_events_published_total", dimensions: [("kind", "revoke")]).increment(by: logins.count)
     }
 
     /// A change of `partition`: the changes since its last event, read in one snapshot with
@@ -147,8 +162,7 @@ public final class EventPublisher {
         let since = published[partition]
         let (clock, carried, revoked): (Int64, EventChanges.Carried?, [Row])
         do {
-            let connection = try reader ?? Connection(conninfo: conninfo)
-            reader = connection
+            let connection = try readerConnection()
             let revocations: SQL = "select id, channels from app.stream_revocations_after(\(revocationsHandled))"
             (clock, carried, revoked) = try connection.transaction(snapshot: true, opening: [EventChanges.claimReader(of: partition), revocations]) { tx in
                 let read = try EventChanges.read(tx, partition: parsed, since: since, maxChanges: Self.maxCarriedChanges,
@@ -178,12 +192,19 @@ public final class EventPublisher {
             "]}",
         ]
         let body = fields.joined()
-        published[partition] = nil
         try nchan.send("POST", "/_publish/" + EventChannels.partition(partition), body: Array(body.utf8),
                        headers: ["X-EventSource-Event": "change", "Content-Type": "application/json"])
         published[partition] = clock
         Counter(label: "tideway_events_published_total", dimensions: [("kind", "change")]).increment()
         Counter(label: "tideway_events_carried_total").increment()
+    }
+
+    /// The connection that reads what events carry, opened when first needed.
+    func readerConnection() throws -> Connection {
+        if let reader { return reader }
+        let connection = try Connection(conninfo: conninfo)
+        reader = connection
+        return connection
     }
 
     /// An event naming only the partition: its subscribers pull.
@@ -194,7 +215,6 @@ public final class EventPublisher {
                            headers: ["X-EventSource-Event": "change", "Content-Type": "application/json"])
             Counter(label: "tideway_events_published_total", dimensions: [("kind", "change")]).increment()
         } catch {
-            published[partition] = nil
             noteLost(error)
         }
     }
@@ -211,15 +231,20 @@ public final class EventPublisher {
             case "tideway_changes":
                 try publishChange(payload)
             case "tideway_revoked":
-                let channels = payload.split(separator: ",").filter { $0.hasPrefix("l") && $0.count == 33 }
-                guard !channels.isEmpty else { return }
-                try nchan.send("DELETE", "/_publish/" + channels.joined(separator: ","), body: [], headers: [:])
-                Counter(label: "tideway_events_published_total", dimensions: [("kind", "revoke")]).increment(by: channels.count)
+                // The recorded revocations, so that the next change's read does not close the
+                // same streams again (their reconnects); the payload when they cannot be read.
+                do {
+                    try closeStreams(revokedIn: readerConnection().execute(
+                        "select id, channels from app.stream_revocations_after(\(revocationsHandled))").rows)
+                } catch let error as DatabaseError {
+                    Log.warning("events: cannot read the revocations: \(error)")
+                    reader = nil
+                    try closeLoginChannels(payload.split(separator: ","))
+                }
             default:
                 return
             }
         } catch {
-            if channel == "tideway_changes" { published[payload] = nil }
             noteLost(error)
         }
     }
