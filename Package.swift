@@ -74,7 +74,7 @@ let package = Package(
         module("Teams", ["Drawing", "Sync", "Web", "FastCGI", "Database", "TidewayJSON", "Support"]),
         module("Boardings", ["Dashboards", "Drawing", "Sync", "Schema", "Web", "FastCGI", "Database", "TidewayJSON", "Support"]),
         module("Patrol", ["Blobs", "Sync", "Web", "Database", "TidewayJSON", "Support", .product(name: "CoreMetrics", package: "swift-metrics")]),
-        module("EventPublisher", ["Events", "Database", "TidewayJSON", "Support", "CCurl", .product(name: "CoreMetrics", package: "swift-metrics")]),
+        module("EventPublisher", ["Events", "Sync", "Web", "Database", "TidewayJSON", "Support", "CCurl", .product(name: "CoreMetrics", package: "swift-metrics")]),
         module("Operations", ["Sync", "Database", "Support"]),
         module("Demo", ["Accounts", "Sync", "Web", "Database", "TidewayJSON", "Support"]),
         // `tideway import` (issue 18): Atlas exports (BSON, Extended JSON) through the write path.

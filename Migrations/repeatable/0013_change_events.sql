@@ -11,8 +11,10 @@ language sql stable security definer set search_path = app, pg_temp as $$
      where user_id = for_user and revoked_at is null
 $$;
 
+-- Also recorded (0082): the publisher must not carry a later change to these streams.
 create or replace function app.notify_revoked(channels text) returns void
-language sql as $$
+language sql security definer set search_path = app, pg_temp as $$
+    insert into app.stream_revocations (channels) select channels where channels is not null;
     select pg_notify('tideway_revoked', channels) where channels is not null
 $$;
 

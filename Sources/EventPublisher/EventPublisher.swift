@@ -3,19 +3,44 @@ import Database
 import Events
 import Foundation
 import Support
+import Sync
 import TidewayJSON
+import Web
 
 /// Turns commit notifications into nchan publications: `tideway events`, one per server.
 /// A change of a partition is published to its channel as an SSE `change` event naming the
-/// partition; a revocation deletes the logins' channels, which closes their streams.
+/// partition and, when they are few and small, carrying its new changes (EventChanges); a
+/// revocation deletes the logins' channels, which closes their streams.
 public final class EventPublisher {
     let conninfo: String
     let nchan: NchanClient
     let streamCounts: StreamCountReconciler
 
+    /// Per partition, the number its last event stood at: the next event carries the changes
+    /// after it. A partition not in here (since the start) gets a thin event first. Any number
+    /// is safe here, even one whose event was lost: a client applies an event only at the
+    /// cursor it names, and pulls otherwise.
+    var published: [String: Int64] = [:]
+    /// Every revocation up to this id (app.stream_revocations) has closed its streams.
+    var revocationsHandled: Int64 = 0
+    /// The connection that reads what events carry (the listening one only listens).
+    var reader: Connection?
+    var cursorKey: [UInt8] = []
+
+    /// An event carries at most this many changes and `carryBytes` bytes of them; a bigger
+    /// change stays a thin event and the client pulls. nchan keeps the last 64 events of a
+    /// channel (Deploy/nginx), so this also bounds what one partition holds in its shared memory.
+    static let maxCarriedChanges = 50
+    public static let defaultCarryBytes = 16 * 1024
+    /// 0: every event thin (no read per event), as before events carried changes.
+    let carryBytes: Int
+    /// Forgotten past this many partitions (then the next event of each is thin again).
+    static let maxRemembered = 100_000
+
     /// `recountEvery`: seconds between checks of the stream counts against nginx's.
-    public init(conninfo: String, publishSocket: String, recountEvery: Double = 30) {
+    public init(conninfo: String, publishSocket: String, recountEvery: Double = 30, carryBytes: Int = defaultCarryBytes) {
         self.conninfo = conninfo
+        self.carryBytes = carryBytes
         self.nchan = NchanClient(socketPath: publishSocket)
         self.streamCounts = StreamCountReconciler(conninfo: conninfo, publishSocket: publishSocket, interval: recountEvery)
     }
@@ -29,6 +54,7 @@ public final class EventPublisher {
         while true {
             do {
                 let connection = try Connection(conninfo: conninfo)
+                cursorKey = try Secrets.load(from: connection).cursorKey
                 try connection.execute("listen tideway_changes")
                 try connection.execute("listen tideway_revoked")
                 Log.info("events: listening")
@@ -50,13 +76,21 @@ public final class EventPublisher {
     private func pump(_ connection: Connection) throws -> Never {
         var descriptor = pollfd(fd: connection.socket, events: Int16(POLLIN), revents: 0)
         var nextCheckpoint = Date().addingTimeInterval(Self.checkpointSeconds)
+        // A statement on this connection (the checkpoint) reads any notification that arrives
+        // meanwhile into libpq, where poll() cannot see it: look there first, without waiting.
+        var maybeBuffered = false
         while true {
-            let wait = Int32(max(0, min(nextCheckpoint.timeIntervalSinceNow, 5)) * 1000) + 1
+            let wait = maybeBuffered ? 0 : Int32(max(0, min(nextCheckpoint.timeIntervalSinceNow, 5)) * 1000) + 1
+            maybeBuffered = false
             if poll(&descriptor, 1, wait) < 0 && errno != EINTR {
                 throw DatabaseError(kind: .unavailable, detail: "poll failed")
             }
             let received = DispatchTime.now()
+            // Every change of a batch committed before the batch arrived, so before the
+            // snapshot that read its partition's first one: one read per partition covers it.
+            var read: Set<String> = []
             for note in try connection.notifications() {
+                if note.channel == "tideway_changes" && !read.insert(note.payload).inserted { continue }
                 publish(note.channel, note.payload)
                 // Lag: from reading the notification (delivered at commit) to nginx's answer.
                 Timer(label: "tideway_event_publish_lag_seconds").recordSeconds(Double(DispatchTime.now().uptimeNanoseconds - received.uptimeNanoseconds) / 1e9)
@@ -65,18 +99,22 @@ public final class EventPublisher {
             if nextCheckpoint.timeIntervalSinceNow <= 0 {
                 // Between notifications: every one that arrived so far is published.
                 try connection.execute("select app.events_checkpoint()")
+                try connection.execute("select app.forget_stream_revocations(\(revocationsHandled))")
                 try closeRevokedStreams(connection)
                 nextCheckpoint = Date().addingTimeInterval(Self.checkpointSeconds)
+                maybeBuffered = true
             }
         }
     }
 
-    /// On start: an event for every partition changed past its published position, and
-    /// the streams of logins revoked meanwhile closed (migration 0081).
+    /// On start: an event for every partition changed past its published position (thin:
+    /// what a client missed is pulled), and the streams of logins revoked meanwhile closed
+    /// (migrations 0081, 0082).
     func catchUp(_ connection: Connection) throws {
+        try closeStreams(revokedIn: connection.execute("select id, channels from app.stream_revocations_after(\(revocationsHandled))").rows)
         let missed = try connection.execute("select p from app.events_to_catch_up() p").rows.compactMap { $0.string("p") }
         for partition in missed {
-            publish("tideway_changes", partition)
+            publishThin(partition)
         }
         Counter(label: "tideway_events_caught_up_total").increment(by: missed.count)
         if !missed.isEmpty { Log.info("events: announced \(missed.count) partitions changed while no publisher listened") }
@@ -86,32 +124,128 @@ public final class EventPublisher {
     /// Closes the open streams of revoked logins (a revocation whose notification was lost).
     func closeRevokedStreams(_ connection: Connection) throws {
         let channels = try connection.execute("select c from app.revoked_stream_channels() c").rows.compactMap { $0.string("c") }
-        guard !channels.isEmpty else { return }
-        for start in stride(from: 0, to: channels.count, by: 50) {
-            publish("tideway_revoked", channels[start..<min(start + 50, channels.count)].joined(separator: ","))
+        do {
+            try closeLoginChannels(channels.map { Substring($0) })
+        } catch {
+            noteLost(error)
         }
+    }
+
+    /// Closes the streams of the revocations `rows` (id, channels) name, in id order, and
+    /// remembers the last one closed. Throws when nginx refuses: nothing may be carried then.
+    func closeStreams(revokedIn rows: [Row]) throws {
+        for row in rows {
+            guard let id = row.int64("id"), let channels = row["channels"] else { continue }
+            if id > revocationsHandled {
+                try closeLoginChannels(channels.split(separator: ","))
+                revocationsHandled = id
+            }
+        }
+    }
+
+    /// Deletes logins' own channels ("l" + 32 hex digits; anything else is ignored), 50 per
+    /// request: nchan ends every stream that listens on one.
+    func closeLoginChannels(_ channels: [Substring]) throws {
+        let logins = channels.filter { $0.hasPrefix("l") && $0.count == 33 }
+        for start in stride(from: 0, to: logins.count, by: 50) {
+            try nchan.send("DELETE", "/_publish/" + logins[start..<min(start + 50, logins.count)].joined(separator: ","),
+                           body: [], headers: [:])
+        }
+        Counter(label: "tideway_events_published_total", dimensions: [("kind", "revoke")]).increment(by: logins.count)
+    }
+
+    /// A change of `partition`: the changes since its last event, read in one snapshot with
+    /// the revocations not handled yet (closed first, so that no stream of a login that lost
+    /// the partition before these changes receives them), or a thin event.
+    func publishChange(_ partition: String) throws {
+        guard carryBytes > 0, let parsed = Partition(partition) else { return publishThin(partition) }
+        let since = published[partition]
+        let (clock, carried, revoked): (Int64, EventChanges.Carried?, [Row])
+        do {
+            let connection = try readerConnection()
+            let revocations: SQL = "select id, channels from app.stream_revocations_after(\(revocationsHandled))"
+            (clock, carried, revoked) = try connection.transaction(snapshot: true, opening: [EventChanges.claimReader(of: partition), revocations]) { tx in
+                let read = try EventChanges.read(tx, partition: parsed, since: since, maxChanges: Self.maxCarriedChanges,
+                                                 maxBytes: carryBytes, key: cursorKey)
+                return (read.clock, read.carried, tx.openingResults.last?.rows ?? [])
+            }
+        } catch {
+            Log.warning("events: cannot read \(partition)'s changes: \(error); publishing a thin event")
+            reader = nil
+            return publishThin(partition)
+        }
+        try closeStreams(revokedIn: revoked)
+        // Announced already: an earlier event carried this change (it read a later snapshot).
+        if let since, clock <= since { return }
+        if published.count >= Self.maxRemembered { published = [:] }
+        guard let carried else {
+            publishThin(partition)
+            published[partition] = clock
+            return
+        }
+        // The changes are JSON text already (rendered by PostgreSQL, as in a pull).
+        let fields: [String] = [
+            #"{"partition":"# + JSON.string(partition).serialized(),
+            #","after":"# + JSON.string(carried.after).serialized(),
+            #","cursor":"# + JSON.string(carried.cursor).serialized(),
+            #","changes":["# + carried.changes.joined(separator: ","),
+            "]}",
+        ]
+        let body = fields.joined()
+        try nchan.send("POST", "/_publish/" + EventChannels.partition(partition), body: Array(body.utf8),
+                       headers: ["X-EventSource-Event": "change", "Content-Type": "application/json"])
+        published[partition] = clock
+        Counter(label: "tideway_events_published_total", dimensions: [("kind", "change")]).increment()
+        Counter(label: "tideway_events_carried_total").increment()
+    }
+
+    /// The connection that reads what events carry, opened when first needed.
+    func readerConnection() throws -> Connection {
+        if let reader { return reader }
+        let connection = try Connection(conninfo: conninfo)
+        reader = connection
+        return connection
+    }
+
+    /// An event naming only the partition: its subscribers pull.
+    func publishThin(_ partition: String) {
+        do {
+            let body = JSON.object(["partition": .string(partition)]).serializedBytes()
+            try nchan.send("POST", "/_publish/" + EventChannels.partition(partition), body: body,
+                           headers: ["X-EventSource-Event": "change", "Content-Type": "application/json"])
+            Counter(label: "tideway_events_published_total", dimensions: [("kind", "change")]).increment()
+        } catch {
+            noteLost(error)
+        }
+    }
+
+    func noteLost(_ error: any Error) {
+        // The events are hints (clients pull); a lost one costs a client a later pull.
+        Log.warning("events: cannot publish to nginx: \(error)")
+        Counter(label: "tideway_event_publish_errors_total").increment()
     }
 
     func publish(_ channel: String, _ payload: String) {
         do {
             switch channel {
             case "tideway_changes":
-                let body = JSON.object(["partition": .string(payload)]).serializedBytes()
-                try nchan.send("POST", "/_publish/" + EventChannels.partition(payload), body: body,
-                               headers: ["X-EventSource-Event": "change", "Content-Type": "application/json"])
-                Counter(label: "tideway_events_published_total", dimensions: [("kind", "change")]).increment()
+                try publishChange(payload)
             case "tideway_revoked":
-                let channels = payload.split(separator: ",").filter { $0.hasPrefix("l") && $0.count == 33 }
-                guard !channels.isEmpty else { return }
-                try nchan.send("DELETE", "/_publish/" + channels.joined(separator: ","), body: [], headers: [:])
-                Counter(label: "tideway_events_published_total", dimensions: [("kind", "revoke")]).increment(by: channels.count)
+                // The recorded revocations, so that the next change's read does not close the
+                // same streams again (their reconnects); the payload when they cannot be read.
+                do {
+                    try closeStreams(revokedIn: readerConnection().execute(
+                        "select id, channels from app.stream_revocations_after(\(revocationsHandled))").rows)
+                } catch let error as DatabaseError {
+                    Log.warning("events: cannot read the revocations: \(error)")
+                    reader = nil
+                    try closeLoginChannels(payload.split(separator: ","))
+                }
             default:
                 return
             }
         } catch {
-            // The events are hints (clients pull); a lost one costs a client a later pull.
-            Log.warning("events: cannot publish to nginx: \(error)")
-            Counter(label: "tideway_event_publish_errors_total").increment()
+            noteLost(error)
         }
     }
 }

@@ -65,3 +65,46 @@ enum PullQuery {
         return SQL.join(branches, separator: " union all ")
     }
 }
+
+/// One readable partition's page of changes, by the pull's rules: the carried events'
+/// (EventChanges) from whole rows, and the pull's (PullAnswer, which streams) through the
+/// same two rules below, so that an event's cursors are exactly the ones a pull would give.
+struct PullPage {
+    /// Where the next pull starts.
+    let next: Cursor
+    /// More changes than `limit`: the next pull continues amid them.
+    let more: Bool
+    /// The changes as JSON text, in the pull's order.
+    let changes: [String]
+
+    /// nil when the cursor must reset (`mustReset`). `rows`: of `PullQuery.changes` with a
+    /// limit of `limit + 1`, the row past the limit telling that there are more.
+    init?(status: Row?, rows: [Row], after cursor: Cursor, limit: Int) {
+        let compacted = status?.int64("compacted_seq") ?? 0
+        if Self.mustReset(cursor, compacted: compacted) { return nil }
+        more = rows.count > limit
+        let page = rows.prefix(limit)
+        next = Self.next(after: cursor, more: more,
+                         last: page.last.map { ($0.int64("seq") ?? 0, $0["coll"] ?? "", $0["id"] ?? "") },
+                         clock: status?.int64("seq") ?? 0, compacted: compacted)
+        changes = page.compactMap { $0["body"] }
+    }
+
+    /// Reset only when a compaction since this cursor was given removed tombstones the
+    /// client has not pulled yet. A null cursor, or one given after the last compaction (a
+    /// fresh client paging from null), has missed nothing: it pulls what survives. A cursor
+    /// strictly inside number `compacted` (seeded batches share one number) may have missed
+    /// a removed tombstone of that same number, so it resets too.
+    static func mustReset(_ cursor: Cursor, compacted: Int64) -> Bool {
+        cursor != .start && cursor.horizon < compacted
+            && (cursor.seq < compacted || (cursor.seq == compacted && cursor.collection != "~"))
+    }
+
+    /// Where the next pull starts: after the page's last change when there are more, else
+    /// after the partition's clock (everything up to it is delivered).
+    static func next(after cursor: Cursor, more: Bool, last: (seq: Int64, collection: String, id: String)?,
+                     clock: Int64, compacted: Int64) -> Cursor {
+        if more, let last { return Cursor(seq: last.seq, collection: last.collection, id: last.id, horizon: compacted) }
+        return .after(max(clock, cursor.seq), horizon: compacted)
+    }
+}

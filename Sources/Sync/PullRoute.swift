@@ -357,26 +357,14 @@ struct PullAnswer {
             changed = true
             return
         }
-        // Reset only when a compaction since this cursor was given removed tombstones the
-        // client has not pulled yet. A null cursor, or one given after the last compaction
-        // (a fresh client paging from null), has missed nothing: it pulls what survives.
-        // A cursor strictly inside number `compacted` (seeded batches share one number)
-        // may have missed a removed tombstone of that same number, so it resets too.
         let compacted = status.compacted
-        if cursor != .start && cursor.horizon < compacted
-            && (cursor.seq < compacted || (cursor.seq == compacted && cursor.collection != "~")) {
+        if PullPage.mustReset(cursor, compacted: compacted) {
             out.append("{\"status\":\"reset\"}")
             changed = true
             return
         }
-        let next: Cursor
         let more = ends[index].more
-        if more, let last = ends[index].last {
-            next = Cursor(seq: last.seq, collection: last.collection, id: last.id, horizon: compacted)
-        } else {
-            // Everything up to the clock is delivered: later pulls start after it.
-            next = .after(max(status.seq, cursor.seq), horizon: compacted)
-        }
+        let next = PullPage.next(after: cursor, more: more, last: ends[index].last, clock: status.seq, compacted: compacted)
         // Inside a seq (a page ending amid a batch that shares it) only the one before is whole.
         positions[name] = more ? next.seq - 1 : next.seq
         out.append("{\"status\":\"ok\",\"cursor\":")

@@ -47,9 +47,10 @@ struct EventStreamParser {
     }
 }
 
-/// How a live sync learnt of a change.
+/// How a live sync learnt of a change. `carried`: an event carried the changes, which were
+/// applied without a pull.
 public enum SyncTrigger: String, Sendable, Codable {
-    case start, events, poll, local
+    case start, events, carried, poll, local
 }
 
 /// What `live` reports as it goes.
@@ -96,7 +97,15 @@ extension TidewayClient {
                         guard state.open else { return true }
                         for event in parser.feed(chunk) {
                             if let id = event.id { try? store.setMeta("lastEventId", id) }
-                            if event.event == "change" { state.signal() }
+                            guard event.event == "change" else { continue }
+                            // An event carrying the changes from our cursor needs no pull.
+                            if let applied = try? Self.applyCarried(event.data, to: store) {
+                                var report = SyncReport()
+                                report.pulled = applied
+                                onEvent(.synced(report, .carried))
+                            } else {
+                                state.signal()
+                            }
                         }
                         return !finished() && !state.stopped
                     }, onHeaders: { status in
@@ -157,6 +166,20 @@ extension TidewayClient {
                 run(.poll) { try pull(wait: wait) }
             }
         }
+    }
+}
+
+extension TidewayClient {
+    /// Applies what a change event carries (sync-protocol.md, "Change events") when the
+    /// store's cursor for its partition is the event's `after`: the number of changes
+    /// applied, or nil when the client must pull (a thin event, or any other cursor).
+    static func applyCarried(_ data: String, to store: LocalStore) throws -> Int? {
+        let event = try JSONValue.decode(data)
+        guard let partition = event["partition"]?.stringValue, let after = event["after"]?.stringValue,
+              let cursor = event["cursor"]?.stringValue, let changes = event["changes"]?.arrayValue,
+              try store.apply(carried: changes, partition: partition, after: after, cursor: cursor)
+        else { return nil }
+        return changes.count
     }
 }
 

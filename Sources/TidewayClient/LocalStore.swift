@@ -503,37 +503,52 @@ public final class LocalStore: Sendable {
 
     /// One page of a partition's pull, with its new cursor, in one transaction.
     public func apply(changes: [JSONValue], partition: String, cursor: String?) throws {
+        try queue.write { db in try Self.apply(db, changes: changes, partition: partition, cursor: cursor) }
+    }
+
+    /// The changes an event carries (sync-protocol.md, "Change events"), applied as a pull's
+    /// page only while the partition's cursor is still `after` (checked in the same
+    /// transaction, so a pull that moved it meanwhile wins); false when nothing was applied
+    /// and the client must pull instead.
+    public func apply(carried changes: [JSONValue], partition: String, after: String, cursor: String) throws -> Bool {
         try queue.write { db in
-            // Documents with queued changes get the server's version with those replayed on top;
-            // the others (nearly all) are one statement each.
-            var pending = Set<String>()
-            for row in try Row.fetchAll(db, sql: "SELECT DISTINCT collection, id FROM outbox WHERE partition = ?", arguments: [partition]) {
-                pending.insert((row["collection"] as String) + "\u{0}" + (row["id"] as String))
-            }
-            let upsert = try db.cachedStatement(sql: """
-                INSERT INTO documents (partition, collection, id, doc, server, state) VALUES (?, ?, ?, ?, ?, 'synced')
-                ON CONFLICT (partition, collection, id) DO UPDATE
-                SET doc = excluded.doc, server = excluded.server, state = 'synced', rejection = NULL
-                """)
-            let remove = try db.cachedStatement(sql: "DELETE FROM documents WHERE partition = ? AND collection = ? AND id = ?")
-            let setServer = try db.cachedStatement(sql: """
-                INSERT INTO documents (partition, collection, id, server) VALUES (?, ?, ?, ?)
-                ON CONFLICT (partition, collection, id) DO UPDATE SET server = excluded.server
-                """)
-            for change in changes {
-                guard let collection = change["collection"]?.stringValue, let id = change["id"]?.stringValue else { continue }
-                let text = change["op"]?.stringValue == "delete" ? nil : change["doc"]?.text()
-                if pending.contains(collection + "\u{0}" + id) {
-                    try setServer.execute(arguments: [partition, collection, id, text])
-                    try Self.rebuild(db, partition, collection, id)
-                } else if let text {
-                    try upsert.execute(arguments: [partition, collection, id, text, text])
-                } else {
-                    try remove.execute(arguments: [partition, collection, id])
-                }
-            }
-            try db.execute(sql: "UPDATE partitions SET cursor = ?, status = 'open' WHERE partition = ?", arguments: [cursor, partition])
+            let held = try Row.fetchOne(db, sql: "SELECT cursor, status FROM partitions WHERE partition = ?", arguments: [partition])
+            guard let held, held["status"] as String == "open", held["cursor"] as String? == after else { return false }
+            try Self.apply(db, changes: changes, partition: partition, cursor: cursor)
+            return true
         }
+    }
+
+    private static func apply(_ db: Database, changes: [JSONValue], partition: String, cursor: String?) throws {
+        // Documents with queued changes get the server's version with those replayed on top;
+        // the others (nearly all) are one statement each.
+        var pending = Set<String>()
+        for row in try Row.fetchAll(db, sql: "SELECT DISTINCT collection, id FROM outbox WHERE partition = ?", arguments: [partition]) {
+            pending.insert((row["collection"] as String) + "\u{0}" + (row["id"] as String))
+        }
+        let upsert = try db.cachedStatement(sql: """
+            INSERT INTO documents (partition, collection, id, doc, server, state) VALUES (?, ?, ?, ?, ?, 'synced')
+            ON CONFLICT (partition, collection, id) DO UPDATE
+            SET doc = excluded.doc, server = excluded.server, state = 'synced', rejection = NULL
+            """)
+        let remove = try db.cachedStatement(sql: "DELETE FROM documents WHERE partition = ? AND collection = ? AND id = ?")
+        let setServer = try db.cachedStatement(sql: """
+            INSERT INTO documents (partition, collection, id, server) VALUES (?, ?, ?, ?)
+            ON CONFLICT (partition, collection, id) DO UPDATE SET server = excluded.server
+            """)
+        for change in changes {
+            guard let collection = change["collection"]?.stringValue, let id = change["id"]?.stringValue else { continue }
+            let text = change["op"]?.stringValue == "delete" ? nil : change["doc"]?.text()
+            if pending.contains(collection + "\u{0}" + id) {
+                try setServer.execute(arguments: [partition, collection, id, text])
+                try Self.rebuild(db, partition, collection, id)
+            } else if let text {
+                try upsert.execute(arguments: [partition, collection, id, text, text])
+            } else {
+                try remove.execute(arguments: [partition, collection, id])
+            }
+        }
+        try db.execute(sql: "UPDATE partitions SET cursor = ?, status = 'open' WHERE partition = ?", arguments: [cursor, partition])
     }
 
     /// Revocation: the partition's documents and queued changes go, and the app is told.

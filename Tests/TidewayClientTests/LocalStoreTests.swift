@@ -185,4 +185,22 @@ import TidewayModels
         try store.clear()
         #expect(try store.load() == nil)
     }
+
+    /// An event's carried changes apply only at the cursor they start from (`after`); a
+    /// second copy, or an event for a cursor the store does not hold, changes nothing.
+    @Test func carriedChangesApplyOnlyAtTheirAfterCursor() throws {
+        let store = try LocalStore()
+        try store.open(partition: partition)
+        try store.apply(changes: [], partition: partition, cursor: "c:one")
+        let changes: [JSONValue] = [["collection": "reports", "id": "r1", "op": "upsert", "doc": report("r1")]]
+        #expect(try !store.apply(carried: changes, partition: partition, after: "c:zero", cursor: "c:two"))
+        #expect(try store.document("reports", "r1") == nil)
+        #expect(try store.apply(carried: changes, partition: partition, after: "c:one", cursor: "c:two"))
+        #expect(try store.document("reports", "r1") != nil)
+        #expect(try store.partitions().first { $0.partition == partition }?.cursor == "c:two")
+        // The same event again: the cursor moved on, so it is not applied twice.
+        let deleted: [JSONValue] = [["collection": "reports", "id": "r1", "op": "delete"]]
+        #expect(try !store.apply(carried: deleted, partition: partition, after: "c:one", cursor: "c:two"))
+        #expect(try store.document("reports", "r1") != nil)
+    }
 }

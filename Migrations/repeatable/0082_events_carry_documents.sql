@@ -1,0 +1,54 @@
+-- Events that carry the documents (sync-protocol.md, "Change events"; the table is in
+-- 0082_events_carry_documents.sql).
+
+-- The claims of a reader of partition `p`, set for the rest of the transaction, and
+-- whether that reader may read `p` (app.can_read). The event publisher reads a
+-- partition's new changes with these claims, through the pull's own query, so that it
+-- sees exactly what the partition's readers see: every read policy of the synced
+-- collections admits a whole partition or none of it (repeatable/0004), so any reader of
+-- `p` sees the same documents as any other, and as every subscriber of its channel (each
+-- was checked with app.can_read when it subscribed). The reader chosen is the narrowest
+-- one: an agency's member, the user, a signed-in user, an active member of the
+-- conversation, an admin of the agency that owns the team. No reader (a conversation
+-- without members): false, and the event stays thin.
+create or replace function app.claim_reader_of(p text) returns boolean
+language plpgsql volatile security definer set search_path = app, pg_temp as $$
+declare
+    nobody constant text := '00000000-0000-0000-0000-000000000000';
+    reader text;
+begin
+    perform set_config('tideway.user_id', '', true), set_config('tideway.role', 'events', true),
+            set_config('tideway.agency', '', true), set_config('tideway.login_id', '', true);
+    case app.partition_kind(p)
+        when 'agency' then
+            perform set_config('tideway.agency', substr(p, 8), true);
+        when 'user' then
+            perform set_config('tideway.user_id', substr(p, 6), true);
+        when 'all-users' then
+            perform set_config('tideway.user_id', nobody, true);
+        when 'conversation' then
+            select m.user_id::text into reader from app.conversation_members m
+             where m.conversation_id = substr(p, 14) and m.active order by m.user_id limit 1;
+            perform set_config('tideway.user_id', coalesce(reader, ''), true);
+        when 'team' then
+            select t.agency into reader from app.teams t where t.id = substr(p, 6)::uuid;
+            perform set_config('tideway.user_id', nobody, true), set_config('tideway.role', 'agencyAdmin', true),
+                    set_config('tideway.agency', coalesce(reader, ''), true);
+        else
+            null;
+    end case;
+    return app.can_read(p);
+end
+$$;
+
+-- The revocations the publisher has not handled yet (it handled every id up to `handled`).
+create or replace function app.stream_revocations_after(handled bigint) returns table (id bigint, channels text)
+language sql stable security definer set search_path = app, pg_temp as $$
+    select r.id, r.channels from app.stream_revocations r where r.id > handled order by r.id
+$$;
+
+-- Handled revocations are forgotten at the publisher's checkpoints.
+create or replace function app.forget_stream_revocations(handled bigint) returns void
+language sql security definer set search_path = app, pg_temp as $$
+    delete from app.stream_revocations where id <= handled
+$$;

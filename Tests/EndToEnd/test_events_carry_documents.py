@@ -1,0 +1,198 @@
+"""Events that carry the documents (sync-protocol.md, "Change events"): a change event of a
+partition carries its new changes, in the pull's shape and order, with the cursor a client
+must hold (`after`) and the one it then holds (`cursor`); too big a change arrives thin."""
+import json
+import uuid
+
+from conftest import admin_db, login, new_user
+from synclib import Client, Replica, change, doc_for, new_agency, new_conversation, new_team, user_id
+from test_events import Stream, wait_until_subscribed
+from test_teams import grant, revoke
+
+
+def events_until(stream, wanted, timeout=10):
+    """The events of `stream` up to the first whose data holds `wanted` (nchan may first
+    replay an older event of the channel); None when it never comes."""
+    seen = []
+    while True:
+        event = stream.next(timeout=timeout)
+        if event in (None, "timeout"):
+            return None, seen
+        data = json.loads(event["data"])
+        seen.append(data)
+        if wanted in event["data"]:
+            return data, seen
+
+
+def replica_in_step(email, partition):
+    """A device that has pulled `partition` to its end and published one change there since
+    the publisher started, so that the partition's next event carries its changes."""
+    replica = Replica(Client(email), [partition])
+    replica.sync()
+    return replica
+
+
+def report(replica, partition, body=None):
+    rid = uuid.uuid4().hex[:24]
+    doc = body or doc_for("reports", rid)
+    result = replica.push_one(change("insert", "reports", partition, rid, doc))
+    assert result["status"] == "applied", result
+    return rid
+
+
+def test_a_subscriber_gets_the_pushed_document_with_the_pull_s_cursors():
+    agency = new_agency()
+    partition = f"agency={agency}"
+    writer = replica_in_step(new_user(agency=agency), partition)
+    reader = replica_in_step(new_user(agency=agency), partition)
+    stream = Stream(reader.client.token, [partition])
+    assert stream.status == 200
+    wait_until_subscribed(stream)
+    report(writer, partition)  # the partition's first event since the start may be thin
+    events_until(stream, partition)
+    reader.sync()
+    rid = report(writer, partition)
+    event, _ = events_until(stream, rid)
+    assert event is not None, "no event carried the document"
+    assert event["partition"] == partition
+    assert event["after"] == reader.cursors[partition]
+    # Exactly the changes a pull from `after` returns, in its shape and order, and its cursor.
+    pulled = reader.client.pull({partition: event["after"]})[partition]
+    assert pulled["changes"] == event["changes"] and pulled["cursor"] == event["cursor"] and not pulled["more"]
+    assert [(c["collection"], c["id"], c["op"]) for c in event["changes"]] == [("reports", rid, "upsert")]
+    # Applying it is the same as pulling: from `cursor` nothing is new.
+    reader._apply(partition, event)
+    assert reader.doc(partition, "reports", rid)["_id"] == rid
+    after = reader.client.pull({partition: event["cursor"]})[partition]
+    assert after["status"] == "ok" and after["changes"] == [] and after["cursor"] == event["cursor"]
+    stream.close()
+
+
+def test_a_big_change_arrives_thin():
+    agency = new_agency()
+    partition = f"agency={agency}"
+    writer = replica_in_step(new_user(agency=agency), partition)
+    stream = Stream(writer.client.token, [partition])
+    wait_until_subscribed(stream)
+    report(writer, partition)
+    events_until(stream, partition)
+    # More changes in one commit than an event carries (50; more than 16 KB also goes thin).
+    ids = [uuid.uuid4().hex[:24] for _ in range(60)]
+    results = writer.push(*[change("insert", "reports", partition, rid, doc_for("reports", rid)) for rid in ids])
+    assert {r["status"] for r in results} == {"applied"}
+    event, _ = events_until(stream, partition)
+    assert event == {"partition": partition}, event
+    # and the next small change carries again, from where the thin event left clients
+    small = report(writer, partition)
+    event, _ = events_until(stream, small)
+    assert event is not None and [c["id"] for c in event["changes"]] == [small]
+    stream.close()
+
+
+def test_a_retried_push_publishes_no_second_copy():
+    agency = new_agency()
+    partition = f"agency={agency}"
+    writer = replica_in_step(new_user(agency=agency), partition)
+    stream = Stream(writer.client.token, [partition])
+    wait_until_subscribed(stream)
+    report(writer, partition)
+    events_until(stream, partition)
+    rid = uuid.uuid4().hex[:24]
+    once = change("insert", "reports", partition, rid, doc_for("reports", rid))
+    assert writer.push_one(once)["status"] == "applied"
+    event, _ = events_until(stream, rid)
+    assert event is not None and "changes" in event
+    # The same change again (a retry after a lost answer): answered, written once, and no
+    # event carries it a second time.
+    again = writer.push_one(once)
+    assert again["status"] == "duplicate", again
+    later = report(writer, partition)
+    event, seen = events_until(stream, later)
+    assert event is not None
+    assert all(c["id"] != rid for e in seen for c in e.get("changes", [])), seen
+    stream.close()
+
+
+def test_applying_an_event_twice_or_late_is_refused_by_its_after_cursor():
+    # A client applies an event only while its cursor equals `after`; after applying it
+    # holds `cursor`, which differs, so a second copy (nchan's replay, a reconnect) is not
+    # applied again.
+    agency = new_agency()
+    partition = f"agency={agency}"
+    writer = replica_in_step(new_user(agency=agency), partition)
+    stream = Stream(writer.client.token, [partition])
+    wait_until_subscribed(stream)
+    report(writer, partition)
+    events_until(stream, partition)
+    rid = report(writer, partition)
+    event, _ = events_until(stream, rid)
+    assert event is not None and event["after"] != event["cursor"]
+
+
+def test_a_subscriber_to_a_partition_it_may_not_read_is_refused_and_sees_no_document():
+    agency, other = new_agency(), new_agency()
+    partition = f"agency={agency}"
+    writer = replica_in_step(new_user(agency=agency), partition)
+    outsider = login(new_user(agency=other))["accessToken"]
+    assert Stream(outsider, [partition]).status == 403
+    theirs = Stream(outsider, [f"agency={other}"])
+    wait_until_subscribed(theirs)
+    rid = report(writer, partition)
+    report(writer, partition)
+    assert theirs.next(timeout=2) == "timeout"
+    theirs.close()
+    assert rid
+
+
+def test_a_conversation_s_members_get_its_messages():
+    me, you = new_user(agency="Gabon"), new_user(agency="Gabon")
+    cid = new_conversation([user_id(me), user_id(you)])
+    partition = f"conversation={cid}"
+    writer = replica_in_step(me, partition)
+    reader = replica_in_step(you, partition)
+    stream = Stream(reader.client.token, [partition])
+    wait_until_subscribed(stream)
+    first = uuid.uuid4().hex
+    assert writer.push_one(change("insert", "chatMessages", partition, first, doc_for("chatMessages", first)))["status"] == "applied"
+    events_until(stream, partition)
+    reader.sync()
+    mid = uuid.uuid4().hex
+    assert writer.push_one(change("insert", "chatMessages", partition, mid, doc_for("chatMessages", mid)))["status"] == "applied"
+    event, _ = events_until(stream, mid)
+    assert event is not None and event["after"] == reader.cursors[partition]
+    assert event["changes"][0]["doc"]["authorId"] == writer.client.id
+    stream.close()
+
+
+def test_losing_a_team_closes_the_stream_before_any_later_document_is_carried():
+    admin = Client("admin@demo.tideway")
+    team = new_team("admin@demo.tideway", "Gabon", "Carried")
+    member = Client(new_user(agency="WildAid"))
+    assert grant(admin, team, "user", member.id, "read").status_code == 200
+    writer = Replica(admin, [team])
+    writer.sync()
+    stream = Stream(member.token, [team])
+    assert stream.status == 200
+    wait_until_subscribed(stream)
+    tid = uuid.uuid4().hex
+    assert writer.push_one(change("insert", "tasks", team, tid, doc_for("tasks", tid)))["status"] == "applied"
+    events_until(stream, team)
+    with admin_db() as db, db.cursor() as cur:
+        # The revocation's NOTIFY lost (as if no publisher listened): the recorded
+        # revocation alone must close the stream before the next change is carried.
+        cur.execute("alter table app.grants disable trigger grants_after_revoke")
+        try:
+            cur.execute("delete from app.grants where partition = %s and grantee = %s", (team, member.id))
+            cur.execute("insert into app.stream_revocations (channels) select app.login_channels(%s::uuid)", (member.id,))
+        finally:
+            cur.execute("alter table app.grants enable trigger grants_after_revoke")
+    secret = uuid.uuid4().hex
+    assert writer.push_one(change("insert", "tasks", team, secret, doc_for("tasks", secret)))["status"] == "applied"
+    while True:
+        event = stream.next(timeout=10)
+        assert event != "timeout", "the stream stayed open"
+        if event is None:
+            break  # closed
+        assert secret not in event["data"], event
+    assert Stream(member.token, [team]).status == 403
+
