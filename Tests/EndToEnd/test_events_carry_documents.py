@@ -68,7 +68,9 @@ def test_a_subscriber_gets_the_pushed_document_with_the_pull_s_cursors():
     stream.close()
 
 
-def test_a_big_change_arrives_thin():
+def writer_listening_to_a_new_agency():
+    """A new agency's partition, a replica of it that writes, and that writer's own stream of
+    it, past the partition's first event (which may be thin: see the test above)."""
     agency = new_agency()
     partition = f"agency={agency}"
     writer = replica_in_step(new_user(agency=agency), partition)
@@ -76,6 +78,11 @@ def test_a_big_change_arrives_thin():
     wait_until_subscribed(stream)
     report(writer, partition)
     events_until(stream, partition)
+    return partition, writer, stream
+
+
+def test_a_big_change_arrives_thin():
+    partition, writer, stream = writer_listening_to_a_new_agency()
     # More changes in one commit than an event carries (50; more than 16 KB also goes thin).
     ids = [uuid.uuid4().hex[:24] for _ in range(60)]
     results = writer.push(*[change("insert", "reports", partition, rid, doc_for("reports", rid)) for rid in ids])
@@ -90,13 +97,7 @@ def test_a_big_change_arrives_thin():
 
 
 def test_a_retried_push_publishes_no_second_copy():
-    agency = new_agency()
-    partition = f"agency={agency}"
-    writer = replica_in_step(new_user(agency=agency), partition)
-    stream = Stream(writer.client.token, [partition])
-    wait_until_subscribed(stream)
-    report(writer, partition)
-    events_until(stream, partition)
+    partition, writer, stream = writer_listening_to_a_new_agency()
     rid = uuid.uuid4().hex[:24]
     once = change("insert", "reports", partition, rid, doc_for("reports", rid))
     assert writer.push_one(once)["status"] == "applied"
@@ -117,13 +118,7 @@ def test_applying_an_event_twice_or_late_is_refused_by_its_after_cursor():
     # A client applies an event only while its cursor equals `after`; after applying it
     # holds `cursor`, which differs, so a second copy (nchan's replay, a reconnect) is not
     # applied again.
-    agency = new_agency()
-    partition = f"agency={agency}"
-    writer = replica_in_step(new_user(agency=agency), partition)
-    stream = Stream(writer.client.token, [partition])
-    wait_until_subscribed(stream)
-    report(writer, partition)
-    events_until(stream, partition)
+    partition, writer, stream = writer_listening_to_a_new_agency()
     rid = report(writer, partition)
     event, _ = events_until(stream, rid)
     assert event is not None and event["after"] != event["cursor"]
