@@ -23,6 +23,9 @@ public final class EventPublisher {
     var published: [String: Int64] = [:]
     /// Every revocation up to this id (app.stream_revocations) has closed its streams.
     var revocationsHandled: Int64 = 0
+    /// `revocationsHandled` at the last two checkpoints, older first: the revocations closed
+    /// again at checkpoints after they were handled (`recloseRecentRevocations`).
+    var revocationsHandledAtCheckpoints: (older: Int64, last: Int64) = (0, 0)
     /// The connection that reads what events carry (the listening one only listens).
     var reader: Connection?
     var cursorKey: [UInt8] = []
@@ -99,7 +102,7 @@ public final class EventPublisher {
             if nextCheckpoint.timeIntervalSinceNow <= 0 {
                 // Between notifications: every one that arrived so far is published.
                 try connection.execute("select app.events_checkpoint()")
-                try connection.execute("select app.forget_stream_revocations(\(revocationsHandled))")
+                try recloseRecentRevocations(connection)
                 try closeRevokedStreams(connection)
                 nextCheckpoint = Date().addingTimeInterval(Self.checkpointSeconds)
                 maybeBuffered = true
@@ -119,6 +122,26 @@ public final class EventPublisher {
         Counter(label: "tideway_events_caught_up_total").increment(by: missed.count)
         if !missed.isEmpty { Log.info("events: announced \(missed.count) partitions changed while no publisher listened") }
         try closeRevokedStreams(connection)
+    }
+
+    /// Closes the streams of the revocations handled since the checkpoint before last once
+    /// more, then forgets those handled before it. A stream whose subscription a worker
+    /// authorized just before a revocation, but which nginx opened only after the revocation
+    /// closed that login's channels (milliseconds), would otherwise stay open and receive
+    /// the partition's carried changes; so each revocation is closed again at the next two
+    /// checkpoints, the second at least `checkpointSeconds` after it was handled. A stream
+    /// of a login that keeps its rights just reconnects.
+    func recloseRecentRevocations(_ connection: Connection) throws {
+        let (older, last) = revocationsHandledAtCheckpoints
+        try connection.execute("select app.forget_stream_revocations(\(older))")
+        let recent = try connection.execute("select id, channels from app.stream_revocations_after(\(older))").rows
+        let handled = recent.filter { ($0.int64("id") ?? .max) <= revocationsHandled }
+        do {
+            try closeLoginChannels(handled.compactMap { $0["channels"] }.flatMap { $0.split(separator: ",") })
+        } catch {
+            noteLost(error)
+        }
+        revocationsHandledAtCheckpoints = (last, revocationsHandled)
     }
 
     /// Closes the open streams of revoked logins (a revocation whose notification was lost).

@@ -191,3 +191,33 @@ def test_losing_a_team_closes_the_stream_before_any_later_document_is_carried():
         assert secret not in event["data"], event
     assert Stream(member.token, [team]).status == 403
 
+
+
+def test_a_stream_opened_just_after_its_login_s_revocation_is_closed_at_the_next_checkpoints():
+    # The window sync-protocol.md names: a worker authorizes a subscription just before a
+    # revocation, and nginx opens the stream just after the revocation closed that login's
+    # streams. Stood in for here by a revocation recorded (and handled) while the login's
+    # first stream is open, then a second stream opened after it: the publisher closes the
+    # streams of recent revocations again at its next checkpoints, so the second one ends
+    # too, without any further revocation.
+    admin = Client("admin@demo.tideway")
+    team = new_team("admin@demo.tideway", "Gabon", "Reclosed")
+    member = Client(new_user(agency="WildAid"))
+    assert grant(admin, team, "user", member.id, "read").status_code == 200
+    writer = Replica(admin, [team])
+    writer.sync()
+    first = Stream(member.token, [team])
+    assert first.status == 200
+    wait_until_subscribed(first)
+    with admin_db() as db, db.cursor() as cur:
+        cur.execute("insert into app.stream_revocations (channels) select app.login_channels(%s::uuid)", (member.id,))
+    tid = uuid.uuid4().hex  # a change, so that the publisher reads the revocation now
+    assert writer.push_one(change("insert", "tasks", team, tid, doc_for("tasks", tid)))["status"] == "applied"
+    while (event := first.next(timeout=15)) is not None:
+        assert event != "timeout", "the first stream stayed open"
+    second = Stream(member.token, [team])
+    assert second.status == 200
+    wait_until_subscribed(second)
+    # Two checkpoints (5 s apart) and some slack: a bound on the mechanism, not a speed test.
+    while (event := second.next(timeout=20)) is not None:
+        assert event != "timeout", "a stream opened after its login's revocation stayed open"
