@@ -114,7 +114,7 @@ public final class EventPublisher {
     /// what a client missed is pulled), and the streams of logins revoked meanwhile closed
     /// (migrations 0081, 0082).
     func catchUp(_ connection: Connection) throws {
-        try closeStreams(revokedIn: connection.execute("select id, channels from app.stream_revocations_after(\(revocationsHandled))").rows)
+        try closeStreams(revokedIn: connection.execute(Self.revocations(after: revocationsHandled)).rows)
         let missed = try connection.execute("select p from app.events_to_catch_up() p").rows.compactMap { $0.string("p") }
         for partition in missed {
             publishThin(partition)
@@ -134,7 +134,7 @@ public final class EventPublisher {
     func recloseRecentRevocations(_ connection: Connection) throws {
         let (older, last) = revocationsHandledAtCheckpoints
         try connection.execute("select app.forget_stream_revocations(\(older))")
-        let recent = try connection.execute("select id, channels from app.stream_revocations_after(\(older))").rows
+        let recent = try connection.execute(Self.revocations(after: older)).rows
         let handled = recent.filter { ($0.int64("id") ?? .max) <= revocationsHandled }
         do {
             try closeLoginChannels(handled.compactMap { $0["channels"] }.flatMap { $0.split(separator: ",") })
@@ -142,6 +142,11 @@ public final class EventPublisher {
             noteLost(error)
         }
         revocationsHandledAtCheckpoints = (last, revocationsHandled)
+    }
+
+    /// The recorded revocations past id `handled`, in id order: `id, channels`.
+    static func revocations(after handled: Int64) -> SQL {
+        "select id, channels from app.stream_revocations_after(\(handled))"
     }
 
     /// Closes the open streams of revoked logins (a revocation whose notification was lost).
@@ -186,7 +191,7 @@ public final class EventPublisher {
         let (clock, carried, revoked): (Int64, EventChanges.Carried?, [Row])
         do {
             let connection = try readerConnection()
-            let revocations: SQL = "select id, channels from app.stream_revocations_after(\(revocationsHandled))"
+            let revocations = Self.revocations(after: revocationsHandled)
             (clock, carried, revoked) = try connection.transaction(snapshot: true, opening: [EventChanges.claimReader(of: partition), revocations]) { tx in
                 let read = try EventChanges.read(tx, partition: parsed, since: since, maxChanges: Self.maxCarriedChanges,
                                                  maxBytes: carryBytes, key: cursorKey)
@@ -258,7 +263,7 @@ public final class EventPublisher {
                 // same streams again (their reconnects); the payload when they cannot be read.
                 do {
                     try closeStreams(revokedIn: readerConnection().execute(
-                        "select id, channels from app.stream_revocations_after(\(revocationsHandled))").rows)
+                        Self.revocations(after: revocationsHandled)).rows)
                 } catch let error as DatabaseError {
                     Log.warning("events: cannot read the revocations: \(error)")
                     reader = nil

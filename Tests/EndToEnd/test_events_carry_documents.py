@@ -159,9 +159,11 @@ def test_a_conversation_s_members_get_its_messages():
     stream.close()
 
 
-def test_losing_a_team_closes_the_stream_before_any_later_document_is_carried():
+def team_member_listening(name):
+    """A new team of Gabon's, an admin's replica that writes to it, and a member of another
+    agency granted read on it, with that member's open stream of the team."""
     admin = Client("admin@demo.tideway")
-    team = new_team("admin@demo.tideway", "Gabon", "Carried")
+    team = new_team("admin@demo.tideway", "Gabon", name)
     member = Client(new_user(agency="WildAid"))
     assert grant(admin, team, "user", member.id, "read").status_code == 200
     writer = Replica(admin, [team])
@@ -169,6 +171,11 @@ def test_losing_a_team_closes_the_stream_before_any_later_document_is_carried():
     stream = Stream(member.token, [team])
     assert stream.status == 200
     wait_until_subscribed(stream)
+    return team, writer, member, stream
+
+
+def test_losing_a_team_closes_the_stream_before_any_later_document_is_carried():
+    team, writer, member, stream = team_member_listening("Carried")
     tid = uuid.uuid4().hex
     assert writer.push_one(change("insert", "tasks", team, tid, doc_for("tasks", tid)))["status"] == "applied"
     events_until(stream, team)
@@ -192,7 +199,6 @@ def test_losing_a_team_closes_the_stream_before_any_later_document_is_carried():
     assert Stream(member.token, [team]).status == 403
 
 
-
 def test_a_stream_opened_just_after_its_login_s_revocation_is_closed_at_the_next_checkpoints():
     # The window sync-protocol.md names: a worker authorizes a subscription just before a
     # revocation, and nginx opens the stream just after the revocation closed that login's
@@ -200,15 +206,7 @@ def test_a_stream_opened_just_after_its_login_s_revocation_is_closed_at_the_next
     # first stream is open, then a second stream opened after it: the publisher closes the
     # streams of recent revocations again at its next checkpoints, so the second one ends
     # too, without any further revocation.
-    admin = Client("admin@demo.tideway")
-    team = new_team("admin@demo.tideway", "Gabon", "Reclosed")
-    member = Client(new_user(agency="WildAid"))
-    assert grant(admin, team, "user", member.id, "read").status_code == 200
-    writer = Replica(admin, [team])
-    writer.sync()
-    first = Stream(member.token, [team])
-    assert first.status == 200
-    wait_until_subscribed(first)
+    team, writer, member, first = team_member_listening("Reclosed")
     with admin_db() as db, db.cursor() as cur:
         cur.execute("insert into app.stream_revocations (channels) select app.login_channels(%s::uuid)", (member.id,))
     tid = uuid.uuid4().hex  # a change, so that the publisher reads the revocation now
