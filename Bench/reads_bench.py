@@ -3,7 +3,9 @@ nginx over HTTPS, and against its limit -- PostgreSQL alone doing the same work 
 same row-level security (the worker role, the same claims) in the same run -- with server
 CPU per operation from the processes' own counters (/proc/<pid>/stat utime+stime of the
 workers, nginx and every PostgreSQL process, the postmaster's reaped children included).
-Bounded in count and time; prints one table; never fails on numbers."""
+Bounded in count and time; prints one table; never fails on numbers. BENCH_ONLY=blob runs
+the blob download rows alone, each round printed (run it directly, with the variables
+Bench/22-reads.sh sets; the seeding is not needed for it)."""
 import base64
 import json
 import os
@@ -479,7 +481,7 @@ def bench_blob(api):
     return dict(static=med(s["rps"] for s in statics), down=med(d["rps"] for d in downs),
                 static_cpu=med(s["cpu"] for s in statics), down_cpu=med(d["cpu"] for d in downs),
                 down_parts=tuple(med(d["parts"][i] for d in downs) for i in range(3)),
-                bad=sum(d["bad"] for d in downs) + sum(s["bad"] for s in statics))
+                bad=sum(d["bad"] for d in downs) + sum(s["bad"] for s in statics), rounds=downs, static_rounds=statics)
 
 
 PAD_NOTES = [{"note": "Crew list checked against the permit; two licences photographed for the record, both valid "
@@ -500,7 +502,22 @@ def pad_reports():
               "where partition = %s and not deleted and length(doc::text) < 1800", (json.dumps(PAD_NOTES), PARTITION))
 
 
+def blob_only():
+    """BENCH_ONLY=blob: the blob rows alone (a before/after of the download path in a minute)."""
+    blob = bench_blob(Api())
+    ms = lambda s: f"{s * 1000:.3f} ms"
+    for d, s in zip(blob["rounds"], blob["static_rounds"]):
+        print(f"round: static {s['rps']:.0f}/s CPU {ms(s['cpu'])} | download {d['rps']:.0f}/s CPU {ms(d['cpu'])} "
+              f"({' / '.join(ms(p) for p in d['parts'])}) | {100 * d['rps'] / s['rps']:.0f}%")
+    print(f"blob download 2 MB, 16 conns: {blob['down']:.0f}/s; CPU {ms(blob['down_cpu'])} "
+          f"(workers / nginx / PostgreSQL {' / '.join(ms(p) for p in blob['down_parts'])}) | "
+          f"nginx static {blob['static']:.0f}/s; CPU {ms(blob['static_cpu'])} | "
+          f"{100 * blob['down'] / blob['static']:.0f}% (errors {blob['bad']})")
+
+
 def main():
+    if os.environ.get("BENCH_ONLY") == "blob":
+        return blob_only()
     pad_reports()
     api = Api()
     print(f"agency {AGENCY}: {admin_sql('select count(*) from sync.reports where partition = %s and not deleted', (PARTITION,))[0][0]} reports, "
