@@ -500,7 +500,19 @@ def pad_reports():
               "where partition = %s and not deleted and length(doc::text) < 1800", (json.dumps(PAD_NOTES), PARTITION))
 
 
+def main_idle():
+    """BENCH_ONLY=idle: the idle-poll row alone (for before/after runs of that path)."""
+    api = Api()
+    idle = bench_idle(api, None)
+    print(f"32 clients idle-polling: {idle['rps']:.0f}/s, p99 {idle['p99']:.1f} ms; CPU {idle['cpu'] * 1000:.3f} ms/poll"
+          + (f", {idle['bad']} non-2xx" if idle["bad"] else ""))
+    print("  its CPU: workers / nginx / PostgreSQL " + " / ".join(f"{p * 1000:.3f} ms" for p in idle["parts"]))
+    print(f"  the same statement from pgbench, 32 clients: {idle['db_rps']:.0f}/s; CPU {idle['db_cpu'] * 1000:.3f} ms")
+
+
 def main():
+    if os.environ.get("BENCH_ONLY") == "idle":
+        return main_idle()
     pad_reports()
     api = Api()
     print(f"agency {AGENCY}: {admin_sql('select count(*) from sync.reports where partition = %s and not deleted', (PARTITION,))[0][0]} reports, "
