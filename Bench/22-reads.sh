@@ -4,7 +4,7 @@
 # after a mixed load, authorized blob download vs nginx -- each against PostgreSQL alone
 # (or nginx alone) in the same run, with server CPU per operation. Run by
 # Deploy/dev/bench.sh (`BENCH=22 make bench`); never fails on numbers. BENCH_ONLY=idle
-# measures the idle polls alone (no seeding needed beyond the demo's).
+# runs the idle-poll row alone (reads_bench.py can also be run on its own against a stack).
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
