@@ -3,9 +3,9 @@ nginx over HTTPS, and against its limit -- PostgreSQL alone doing the same work 
 same row-level security (the worker role, the same claims) in the same run -- with server
 CPU per operation from the processes' own counters (/proc/<pid>/stat utime+stime of the
 workers, nginx and every PostgreSQL process, the postmaster's reaped children included).
-Bounded in count and time; prints one table; never fails on numbers. BENCH_ONLY=blob runs
-the blob download rows alone, each round printed (run it directly, with the variables
-Bench/22-reads.sh sets; the seeding is not needed for it)."""
+Bounded in count and time; prints one table; never fails on numbers. BENCH_ONLY=blob or
+BENCH_ONLY=idle runs that path alone (`ONLY` below), for before/after runs of one change (run
+it directly, with the variables Bench/22-reads.sh sets; the seeding is not needed for it)."""
 import base64
 import json
 import os
@@ -521,9 +521,23 @@ def blob_only():
           f"{100 * blob['down'] / blob['static']:.0f}% (errors {blob['bad']})")
 
 
+def main_idle():
+    """BENCH_ONLY=idle: the idle-poll row alone (for before/after runs of that path)."""
+    api = Api()
+    idle = bench_idle(api, None)
+    print(f"32 clients idle-polling: {idle['rps']:.0f}/s, p99 {idle['p99']:.1f} ms; CPU {idle['cpu'] * 1000:.3f} ms/poll"
+          + (f", {idle['bad']} non-2xx" if idle["bad"] else ""))
+    print("  its CPU: workers / nginx / PostgreSQL " + " / ".join(f"{p * 1000:.3f} ms" for p in idle["parts"]))
+    print(f"  the same statement from pgbench, 32 clients: {idle['db_rps']:.0f}/s; CPU {idle['db_cpu'] * 1000:.3f} ms")
+
+
+# BENCH_ONLY=<name>: one path alone, for before/after runs of that path.
+ONLY = {"blob": blob_only, "idle": main_idle}
+
+
 def main():
-    if os.environ.get("BENCH_ONLY") == "blob":
-        return blob_only()
+    if os.environ.get("BENCH_ONLY") in ONLY:
+        return ONLY[os.environ["BENCH_ONLY"]]()
     pad_reports()
     api = Api()
     print(f"agency {AGENCY}: {admin_sql('select count(*) from sync.reports where partition = %s and not deleted', (PARTITION,))[0][0]} reports, "

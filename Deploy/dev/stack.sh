@@ -265,7 +265,8 @@ http {
     default_type application/octet-stream;
     sendfile on;
     tcp_nopush on;
-    access_log $logs/nginx-access.log;
+    # Buffered: one write per 64 KB or per second, not one per request.
+    access_log $logs/nginx-access.log combined buffer=64k flush=1s;
     client_body_temp_path $ngx_dir/tmp/client_body;
     fastcgi_temp_path $ngx_dir/tmp/fastcgi;
     proxy_temp_path $ngx_dir/tmp/proxy;

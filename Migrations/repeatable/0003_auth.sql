@@ -6,13 +6,26 @@
 -- statement of every authenticated request. Fails with 28000 when the token is unknown,
 -- expired, spent, or its login was revoked or its user deactivated. One query (pgbench on
 -- the 2-core benchmark machine: 9,500 -> 11,600 calls/s against the earlier two).
-create or replace function app.authenticate(token_hash bytea, token_kind text default 'access')
-returns table (user_id uuid, email text, display_name text, role text, agency text, login_id uuid)
-language plpgsql security definer set search_path = app, pg_temp as $$
-declare
-    caller record;
+-- One row, not RETURNS TABLE (issue 22, docs/performance.md "Idle polls, third round"): a
+-- set-returning function is materialized in a tuplestore and, called from PL/pgSQL
+-- (app.unchanged), is a full query with its executor started for every call; returning one
+-- row through its OUT parameters, `perform app.authenticate(…)` is a simple expression,
+-- and `select * from app.authenticate(…)` still answers the one row. Each claim is set by
+-- its own `perform` for the same reason (one `perform` of four calls is a query).
+do $$
 begin
-    select u.id, u.email, u.display_name, u.role, u.agency, l.id as login into caller
+    -- Until issue 22 it returned a set; a function's return type cannot be replaced in place.
+    if (select proretset from pg_proc where oid = to_regprocedure('app.authenticate(bytea, text)')) then
+        drop function app.authenticate(bytea, text);
+    end if;
+end
+$$;
+create or replace function app.authenticate(token_hash bytea, token_kind text default 'access',
+    out user_id uuid, out email text, out display_name text, out role text, out agency text, out login_id uuid)
+language plpgsql security definer set search_path = app, pg_temp as $$
+begin
+    select u.id, u.email, u.display_name, u.role, u.agency, l.id
+      into user_id, email, display_name, role, agency, login_id
       from app.tokens t
       join app.logins l on l.id = t.login_id
       join app.users u on u.id = l.user_id
@@ -21,11 +34,10 @@ begin
     if not found then
         raise exception 'unauthenticated' using errcode = '28000';
     end if;
-    perform set_config('tideway.user_id', caller.id::text, true),
-            set_config('tideway.role', caller.role, true),
-            set_config('tideway.agency', coalesce(caller.agency, ''), true),
-            set_config('tideway.login_id', caller.login::text, true);
-    return query select caller.id, caller.email, caller.display_name, caller.role, caller.agency, caller.login;
+    perform set_config('tideway.user_id', user_id::text, true);
+    perform set_config('tideway.role', role, true);
+    perform set_config('tideway.agency', coalesce(agency, ''), true);
+    perform set_config('tideway.login_id', login_id::text, true);
 end
 $$;
 

@@ -104,12 +104,19 @@ grant execute on function app.team_partitions(int) to tideway_worker;
 -- DEFINER SQL function cannot be inlined, so PostgreSQL parsed and planned its body again
 -- in every statement that called it, while PL/pgSQL keeps its plans for the connection's
 -- life (nearly every request runs it).
+-- The agency's existence is asked on its own: a CASE holding a sub-select is a full query
+-- (its executor started at every call), while the kind and the other branches are simple
+-- expressions (issue 22: an idle poll's PostgreSQL time, docs/performance.md).
 create or replace function app.can_read(p text) returns boolean
 language plpgsql stable security definer set search_path = app, pg_temp as $$
+declare
+    kind text := app.partition_kind(p);
 begin
-    return case app.partition_kind(p)
-        when 'agency' then (app.is_global_admin() or substr(p, 8) = app.agency())
-                           and exists (select 1 from app.agencies where key = substr(p, 8))
+    if kind = 'agency' then
+        return (app.is_global_admin() or substr(p, 8) = app.agency())
+               and exists (select 1 from app.agencies where key = substr(p, 8));
+    end if;
+    return case kind
         when 'user' then substr(p, 6) = app.uid()::text
         when 'all-users' then app.uid() is not null
         when 'conversation' then app.is_member(substr(p, 14))

@@ -94,6 +94,17 @@ def test_a_poll_with_every_cursor_at_the_end_still_checks_rights_and_clocks():
     cursors[agency] = answer[agency]["cursor"]
     idle(cursors)
 
+    # app.unchanged walks the partitions one by one: a change in the last one asked, the
+    # others unchanged, is still seen.
+    last = to_the_end({agency: cursors[agency], conversation: cursors[conversation]})
+    idle(last)
+    m = f"idle-{uuid.uuid4().hex}"
+    colleague.push([change("insert", "chatMessages", conversation, m, doc_for("chatMessages", m))])
+    answer = officer.pull(last)
+    assert answer[agency]["changes"] == [] and [c["id"] for c in answer[conversation]["changes"]] == [m]
+    cursors = to_the_end(cursors)
+    idle(cursors)
+
     with admin_db() as conn, conn.cursor() as cur:
         cur.execute("update app.conversation_members set active = false where conversation_id = %s and user_id = %s",
                     (conversation.split("=", 1)[1], officer.id))
