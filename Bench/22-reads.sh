@@ -3,8 +3,9 @@
 # the 100 changed, 32 clients idle-polling, write -> event at one subscriber, worker RSS
 # after a mixed load, authorized blob download vs nginx -- each against PostgreSQL alone
 # (or nginx alone) in the same run, with server CPU per operation. Run by
-# Deploy/dev/bench.sh (`BENCH=22 make bench`); never fails on numbers. BENCH_ONLY=idle
-# or BENCH_ONLY=blob runs that path alone (reads_bench.py can also be run on its own against a stack).
+# Deploy/dev/bench.sh (`BENCH=22 make bench`); never fails on numbers.
+# BENCH_PATHS=idle (or any list of reads_bench.py's paths) measures only those; reads_bench.py
+# can also be run on its own against a stack that is up.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)

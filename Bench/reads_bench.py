@@ -3,9 +3,9 @@ nginx over HTTPS, and against its limit -- PostgreSQL alone doing the same work 
 same row-level security (the worker role, the same claims) in the same run -- with server
 CPU per operation from the processes' own counters (/proc/<pid>/stat utime+stime of the
 workers, nginx and every PostgreSQL process, the postmaster's reaped children included).
-Bounded in count and time; prints one table; never fails on numbers. BENCH_ONLY=blob or
-BENCH_ONLY=idle runs that path alone (`ONLY` below), for before/after runs of one change (run
-it directly, with the variables Bench/22-reads.sh sets; the seeding is not needed for it)."""
+Bounded in count and time; prints one table; never fails on numbers. BENCH_PATHS (below)
+measures only some paths, for before/after runs of one change (run it directly, with the
+variables Bench/22-reads.sh sets; BENCH_PATHS=blob alone also prints each round)."""
 import base64
 import json
 import os
@@ -15,6 +15,7 @@ import socket
 import ssl
 import statistics
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -25,6 +26,9 @@ import psycopg2
 import psycopg2.extensions
 import requests
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pull_sql as pullsql  # noqa: E402
+
 URL = os.environ["TIDEWAY_BENCH_URL"]
 CA = os.environ["TIDEWAY_BENCH_CA"]
 STATE = os.environ["TIDEWAY_BENCH_STATE"]
@@ -34,10 +38,12 @@ HOST, PORT = urllib.parse.urlsplit(URL).hostname, urllib.parse.urlsplit(URL).por
 AGENCY, OFFICER, PASSWORD = "Gabon", "gabon.officer1@demo.tideway", "tideway-demo"
 ADMIN_EMAIL = "admin@demo.tideway"
 PARTITION = f"agency={AGENCY}"
-AGENCY_COLLECTIONS = [("reports", "reports"), ("photos", "photos"), ("dutyChanges", "duty_changes"),
-                      ("menuData", "menu_data"), ("mpas", "mpas"), ("agencyTasks", "agency_tasks")]
 TICK = os.sysconf("SC_CLK_TCK")
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
+# The paths to measure (BENCH_PATHS=full,changed measures only the pulls); all by default.
+PATHS = ("full", "changed", "idle", "event", "blob", "memory")
+SELECTED = [p.strip() for p in os.environ.get("BENCH_PATHS", ",".join(PATHS)).split(",") if p.strip()]
+assert set(SELECTED) <= set(PATHS), f"BENCH_PATHS: each of {', '.join(PATHS)}"
 
 
 # --- the processes' own counters
@@ -153,24 +159,7 @@ def clock():
 
 
 def pull_sql(token, seq=0, coll="", ident="", limit=10001):
-    """One pull's SQL as PullRoute/PullQuery send it, with the same claims (app.authenticate
-    with the same token), in the same read-only snapshot."""
-    branches = []
-    for c, table in AGENCY_COLLECTIONS:
-        branches.append(
-            f"""select seq, '{c}' as coll, id, '{{"collection":"{c}","id":' || to_json(id)::text || """
-            f"""case when deleted then ',"op":"delete"}}' else ',"op":"upsert","doc":' || doc::text || '}}' end as body """
-            f"""from sync.{table} where partition = '{PARTITION}' and seq >= {seq} and (seq > {seq} or '{coll}' < '{c}' collate "C" """
-            f"""or ('{coll}' = '{c}' and id > '{ident}' collate "C"))""")
-    return "\n".join([
-        "begin isolation level repeatable read read only;",
-        f"select * from app.authenticate(sha256(convert_to('{token}', 'UTF8')), 'access');",
-        f"select p.name as partition, app.can_read(p.name) as readable, c.seq, c.compacted_seq "
-        f"from unnest(array['{PARTITION}']) as p(name) left join app.clocks(array['{PARTITION}']) c on c.partition = p.name;",
-        "select seq, coll, id, body from (" + " union all ".join(branches) + ") changes "
-        f"order by seq, coll collate \"C\", id collate \"C\" limit {limit};",
-        "commit;",
-    ]) + "\n"
+    return pullsql.pull_sql(token, PARTITION, seq, coll, ident, limit)
 
 
 def pgbench(script, transactions=None, clients=1, seconds=None):
@@ -243,7 +232,8 @@ def bench_changed_pull(api):
         runs.append(http_pulls(api, body, 20))
         lat, _, done, db_cpu = pgbench(pull_sql(api.token, seq, "~", "", 1001), transactions=20)
         dbs.append((lat, db_cpu / done))
-    return dict(changes=runs[0][3], wall=med(r[0] for r in runs), cpu=med(r[1] for r in runs),
+    parts = tuple(med(r[2][i] / 20 for r in runs) for i in range(3))
+    return dict(changes=runs[0][3], wall=med(r[0] for r in runs), cpu=med(r[1] for r in runs), parts=parts,
                 db_wall=med(d[0] for d in dbs), db_cpu=med(d[1] for d in dbs), cursor=cursor)
 
 
@@ -508,89 +498,88 @@ def pad_reports():
               "where partition = %s and not deleted and length(doc::text) < 1800", (json.dumps(PAD_NOTES), PARTITION))
 
 
-def blob_only():
-    """BENCH_ONLY=blob: the blob rows alone (a before/after of the download path in a minute)."""
-    blob = bench_blob(Api())
-    ms = lambda s: f"{s * 1000:.3f} ms"
-    for d, s in zip(blob["rounds"], blob["static_rounds"]):
-        print(f"round: static {s['rps']:.0f}/s CPU {ms(s['cpu'])} | download {d['rps']:.0f}/s CPU {ms(d['cpu'])} "
-              f"({' / '.join(ms(p) for p in d['parts'])}) | {100 * d['rps'] / s['rps']:.0f}%")
-    print(f"blob download 2 MB, 16 conns: {blob['down']:.0f}/s; CPU {ms(blob['down_cpu'])} "
-          f"(workers / nginx / PostgreSQL {' / '.join(ms(p) for p in blob['down_parts'])}) | "
-          f"nginx static {blob['static']:.0f}/s; CPU {ms(blob['static_cpu'])} | "
-          f"{100 * blob['down'] / blob['static']:.0f}% (errors {blob['bad']})")
-
-
-def main_idle():
-    """BENCH_ONLY=idle: the idle-poll row alone (for before/after runs of that path)."""
-    api = Api()
-    idle = bench_idle(api, None)
-    print(f"32 clients idle-polling: {idle['rps']:.0f}/s, p99 {idle['p99']:.1f} ms; CPU {idle['cpu'] * 1000:.3f} ms/poll"
-          + (f", {idle['bad']} non-2xx" if idle["bad"] else ""))
-    print("  its CPU: workers / nginx / PostgreSQL " + " / ".join(f"{p * 1000:.3f} ms" for p in idle["parts"]))
-    print(f"  the same statement from pgbench, 32 clients: {idle['db_rps']:.0f}/s; CPU {idle['db_cpu'] * 1000:.3f} ms")
-
-
-# BENCH_ONLY=<name>: one path alone, for before/after runs of that path.
-ONLY = {"blob": blob_only, "idle": main_idle}
-
-
 def main():
-    if os.environ.get("BENCH_ONLY") in ONLY:
-        return ONLY[os.environ["BENCH_ONLY"]]()
     pad_reports()
     api = Api()
     print(f"agency {AGENCY}: {admin_sql('select count(*) from sync.reports where partition = %s and not deleted', (PARTITION,))[0][0]} reports, "
           f"average {admin_sql('select avg(length(doc::text))::int from sync.reports where partition = %s', (PARTITION,))[0][0]} bytes of JSON")
-    full = bench_full_pull(api)
-    changed = bench_changed_pull(api)
-    idle = bench_idle(api, changed["cursor"])
-    event = bench_event(api, changed["cursor"])
-    blob = bench_blob(api)
-    memory = bench_memory(api, changed["cursor"])
+    run = lambda path, bench, *args: bench(api, *args) if path in SELECTED else None
+    full = run("full", bench_full_pull)
+    changed = run("changed", bench_changed_pull)
+    # The later paths start from the cursor the changed pull began at (or the partition's end).
+    cursor = changed["cursor"] if changed else current(api, None)
+    idle = run("idle", bench_idle, cursor)
+    event = run("event", bench_event, cursor)
+    blob = run("blob", bench_blob)
+    if blob and SELECTED == ["blob"]:
+        # The blob path alone is for before/after runs of the download path: each round too.
+        for d, st in zip(blob["rounds"], blob["static_rounds"]):
+            print(f"round: static {st['rps']:.0f}/s CPU {st['cpu'] * 1000:.3f} ms | download {d['rps']:.0f}/s "
+                  f"CPU {d['cpu'] * 1000:.3f} ms ({' / '.join(f'{p * 1000:.3f}' for p in d['parts'])}) | "
+                  f"{100 * d['rps'] / st['rps']:.0f}%")
+    memory = run("memory", bench_memory, cursor)
 
     def aim(ok):
         return "met" if ok else "MISSED"
     ms = lambda s: f"{s * 1000:.1f} ms"
-    rows = [
-        (f"full pull, {full['changes']} changes ({full['bytes'] / 1e6:.1f} MB gzip)", f"{ms(full['wall'])}; CPU {ms(full['cpu'])}",
-         f"{ms(full['db_wall'])}; CPU {ms(full['db_cpu'])}",
-         f"wall {full['wall'] / full['db_wall']:.2f}x, CPU {full['cpu'] / full['db_cpu']:.2f}x",
-         f"CPU <= 2x {aim(full['cpu'] <= 2 * full['db_cpu'])}, wall <= 1.3x {aim(full['wall'] <= 1.3 * full['db_wall'])}"),
-        (f"  its CPU: workers / nginx / PostgreSQL", " / ".join(ms(p) for p in full["parts"]), "", "", ""),
-        (f"pull of the {changed['changes']} changed", f"{ms(changed['wall'])}; CPU {ms(changed['cpu'])}",
-         f"{ms(changed['db_wall'])}; CPU {ms(changed['db_cpu'])}",
-         f"wall {changed['wall'] / changed['db_wall']:.2f}x, CPU {changed['cpu'] / changed['db_cpu']:.2f}x",
-         f"wall <= 1.5x {aim(changed['wall'] <= 1.5 * changed['db_wall'])}"),
-        ("32 clients idle-polling", f"{idle['rps']:.0f}/s, p99 {idle['p99']:.1f} ms; CPU {idle['cpu'] * 1000:.3f} ms/poll"
-         + (f", {idle['bad']} non-2xx" if idle["bad"] else ""),
-         f"{idle['db_rps']:.0f}/s; CPU {idle['db_cpu'] * 1000:.3f} ms", f"CPU {idle['cpu'] / idle['db_cpu']:.1f}x",
-         f"<= 0.15 ms {aim(idle['cpu'] <= 0.00015)}, p99 <= 10 ms {aim(idle['p99'] <= 10)}"),
-        (f"  its CPU: workers / nginx / PostgreSQL", " / ".join(f"{p * 1000:.3f} ms" for p in idle["parts"]), "", "", ""),
-        (f"write -> event, 1 subscriber ({event['n']}/{event['writes']})", f"p50 {event['p50']:.1f} ms, p99 {event['p99']:.1f} ms",
-         f"NOTIFY p50 {event['db_p50']:.2f} ms, p99 {event['db_p99']:.2f} ms",
-         f"p99 {event['p99'] / event['db_p99']:.1f}x", f"p99 <= 8 ms {aim(event['p99'] <= 8)}"),
-        (f"  event after the writer's ack", f"p50 {event['ack_p50']:.1f} ms, p99 {event['ack_p99']:.1f} ms", "", "", ""),
-        (f"write -> document in hand ({event['carried']} carried)", f"p50 {event['hand_p50']:.1f} ms, p99 {event['hand_p99']:.1f} ms",
-         f"event + pull p50 {event['pull_p50']:.1f} ms, p99 {event['pull_p99']:.1f} ms",
-         f"p99 {event['hand_p99'] / event['db_p99']:.1f}x", f"p99 <= 8 ms {aim(event['hand_p99'] <= 8)}"),
-        (f"worker RSS, {memory['workers']} workers, {memory['requests']} mixed req",
-         f"{memory['start']:.0f} -> " + " -> ".join(f"{a:.0f}" for a in memory["after"]) + " MB",
-         "64 MB per worker", f"{max(memory['after']) / memory['workers']:.0f} MB/worker",
-         f"<= 64 MB {aim(max(memory['after']) / memory['workers'] <= 64)}, flat "
-         f"{aim(memory['after'][-1] <= memory['after'][1] * 1.05)}"),
-        ("blob download 2 MB, 16 conns", f"{blob['down']:.0f}/s; CPU {ms(blob['down_cpu'])}",
-         f"nginx static {blob['static']:.0f}/s; CPU {ms(blob['static_cpu'])}",
-         f"{100 * blob['down'] / blob['static']:.0f}%", f">= 90% {aim(blob['down'] >= 0.9 * blob['static'])}"
-         + (f" ({blob['bad']} errors)" if blob["bad"] else "")),
-        (f"  its CPU: workers / nginx / PostgreSQL", " / ".join(ms(p) for p in blob["down_parts"]), "", "", ""),
-    ]
+    rows = []
+    if full:
+        rows += [
+            (f"full pull, {full['changes']} changes ({full['bytes'] / 1e6:.1f} MB gzip)", f"{ms(full['wall'])}; CPU {ms(full['cpu'])}",
+             f"{ms(full['db_wall'])}; CPU {ms(full['db_cpu'])}",
+             f"wall {full['wall'] / full['db_wall']:.2f}x, CPU {full['cpu'] / full['db_cpu']:.2f}x",
+             f"CPU <= 2x {aim(full['cpu'] <= 2 * full['db_cpu'])}, wall <= 1.3x {aim(full['wall'] <= 1.3 * full['db_wall'])}"),
+            (f"  its CPU: workers / nginx / PostgreSQL", " / ".join(ms(p) for p in full["parts"]), "", "", ""),
+        ]
+    if changed:
+        rows += [
+            (f"pull of the {changed['changes']} changed", f"{ms(changed['wall'])}; CPU {ms(changed['cpu'])}",
+             f"{ms(changed['db_wall'])}; CPU {ms(changed['db_cpu'])}",
+             f"wall {changed['wall'] / changed['db_wall']:.2f}x, CPU {changed['cpu'] / changed['db_cpu']:.2f}x",
+             f"wall <= 1.5x {aim(changed['wall'] <= 1.5 * changed['db_wall'])}"),
+            (f"  its CPU: workers / nginx / PostgreSQL", " / ".join(ms(p) for p in changed["parts"]), "", "", ""),
+        ]
+    if idle:
+        rows += [
+            ("32 clients idle-polling", f"{idle['rps']:.0f}/s, p99 {idle['p99']:.1f} ms; CPU {idle['cpu'] * 1000:.3f} ms/poll"
+             + (f", {idle['bad']} non-2xx" if idle["bad"] else ""),
+             f"{idle['db_rps']:.0f}/s; CPU {idle['db_cpu'] * 1000:.3f} ms", f"CPU {idle['cpu'] / idle['db_cpu']:.1f}x",
+             f"<= 0.15 ms {aim(idle['cpu'] <= 0.00015)}, p99 <= 10 ms {aim(idle['p99'] <= 10)}"),
+            (f"  its CPU: workers / nginx / PostgreSQL", " / ".join(f"{p * 1000:.3f} ms" for p in idle["parts"]), "", "", ""),
+        ]
+    if event:
+        rows += [
+            (f"write -> event, 1 subscriber ({event['n']}/{event['writes']})", f"p50 {event['p50']:.1f} ms, p99 {event['p99']:.1f} ms",
+             f"NOTIFY p50 {event['db_p50']:.2f} ms, p99 {event['db_p99']:.2f} ms",
+             f"p99 {event['p99'] / event['db_p99']:.1f}x", f"p99 <= 8 ms {aim(event['p99'] <= 8)}"),
+            (f"  event after the writer's ack", f"p50 {event['ack_p50']:.1f} ms, p99 {event['ack_p99']:.1f} ms", "", "", ""),
+            (f"write -> document in hand ({event['carried']} carried)", f"p50 {event['hand_p50']:.1f} ms, p99 {event['hand_p99']:.1f} ms",
+             f"event + pull p50 {event['pull_p50']:.1f} ms, p99 {event['pull_p99']:.1f} ms",
+             f"p99 {event['hand_p99'] / event['db_p99']:.1f}x", f"p99 <= 8 ms {aim(event['hand_p99'] <= 8)}"),
+        ]
+    if memory:
+        rows += [
+            (f"worker RSS, {memory['workers']} workers, {memory['requests']} mixed req",
+             f"{memory['start']:.0f} -> " + " -> ".join(f"{a:.0f}" for a in memory["after"]) + " MB",
+             "64 MB per worker", f"{max(memory['after']) / memory['workers']:.0f} MB/worker",
+             f"<= 64 MB {aim(max(memory['after']) / memory['workers'] <= 64)}, flat "
+             f"{aim(memory['after'][-1] <= memory['after'][1] * 1.05)}"),
+        ]
+    if blob:
+        rows += [
+            ("blob download 2 MB, 16 conns", f"{blob['down']:.0f}/s; CPU {ms(blob['down_cpu'])}",
+             f"nginx static {blob['static']:.0f}/s; CPU {ms(blob['static_cpu'])}",
+             f"{100 * blob['down'] / blob['static']:.0f}%", f">= 90% {aim(blob['down'] >= 0.9 * blob['static'])}"
+             + (f" ({blob['bad']} errors)" if blob["bad"] else "")),
+            (f"  its CPU: workers / nginx / PostgreSQL", " / ".join(ms(p) for p in blob["down_parts"]), "", "", ""),
+        ]
     print()
     print(f"{'path':44} | {'Tideway':44} | {'limit (same run)':36} | {'ratio':20} | aim")
     print("-" * 180)
     for r in rows:
         print(f"{r[0]:44} | {r[1]:44} | {r[2]:36} | {r[3]:20} | {r[4]}")
-    print(f"\nan event as received: {event['sample'].strip()[:200]}")
+    if event:
+        print(f"\nan event as received: {event['sample'].strip()[:200]}")
 
 
 if __name__ == "__main__":

@@ -6,12 +6,16 @@ import re
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
 
 import psycopg2
 import requests
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pull_sql as pullsql  # noqa: E402
 
 URL = os.environ["TIDEWAY_BENCH_URL"]
 CA = os.environ["TIDEWAY_BENCH_CA"]
@@ -20,8 +24,6 @@ WORKER = os.environ["BENCH_WORKER_DATABASE"]
 RUN_DIR = os.path.join(os.environ["TIDEWAY_BENCH_STATE"], "run")
 AGENCY, OFFICER, PASSWORD = "Gabon", "gabon.officer1@demo.tideway", "tideway-demo"
 PARTITION = f"agency={AGENCY}"
-AGENCY_COLLECTIONS = [("reports", "reports"), ("photos", "photos"), ("dutyChanges", "duty_changes"),
-                      ("menuData", "menu_data"), ("mpas", "mpas"), ("agencyTasks", "agency_tasks")]
 
 
 class Api:
@@ -52,24 +54,8 @@ def timed(fn, runs):
 # (a) initial pull
 
 def pull_sql(token):
-    """The SQL of one pull from a null cursor, as PullQuery.swift writes it, with the
-    same claims (app.authenticate with the same token)."""
-    branches = []
-    for coll, table in AGENCY_COLLECTIONS:
-        branches.append(
-            f"""select seq, '{coll}' as coll, id, '{{"collection":"{coll}","id":' || to_json(id)::text || """
-            f"""case when deleted then ',"op":"delete"}}' else ',"op":"upsert","doc":' || doc::text || '}}' end as body """
-            f"""from sync.{table} where partition = '{PARTITION}' and seq >= 0 and (seq > 0 or '' < '{coll}' collate "C" """
-            f"""or ('' = '{coll}' and id > '' collate "C"))""")
-    return "\n".join([
-        "begin isolation level repeatable read read only;",
-        f"select * from app.authenticate(sha256(convert_to('{token}', 'UTF8')), 'access');",
-        f"select p.name as partition, app.can_read(p.name) as readable, c.seq, c.compacted_seq "
-        f"from unnest(array['{PARTITION}']) as p(name) left join app.clocks(array['{PARTITION}']) c on c.partition = p.name;",
-        "select seq, coll, id, body from (" + " union all ".join(branches) + ") changes "
-        "order by seq, coll collate \"C\", id collate \"C\" limit 10001;",
-        "commit;",
-    ]) + "\n"
+    """The SQL of one pull from a null cursor, as PullQuery.swift writes it (Bench/pull_sql.py)."""
+    return pullsql.pull_sql(token, PARTITION)
 
 
 def pgbench_latency(script, transactions):

@@ -15,24 +15,28 @@ enum PullQuery {
 
     /// Up to `limit` changes after `cursor`, in (seq, collection, id) order.
     ///
+    /// Each change is rendered above the ORDER BY ... LIMIT, so that PostgreSQL sorts the
+    /// keys and the document as stored (a large one a TOAST pointer of a few bytes), then
+    /// renders each change as it sends it (PostgreSQL postpones an expensive output column
+    /// past the sort when there is a LIMIT: `make_sort_input_target`). Rendering in each
+    /// branch instead made PostgreSQL sort the rendered text (11.7 MB for one agency's 5,000
+    /// reports, spilled to disk) and send nothing before all was rendered and sorted; now the
+    /// first row leaves once the keys are sorted, and the rendering, the worker and nginx
+    /// work at once (docs/performance.md, "Pulls that PostgreSQL streams").
+    ///
     /// This and `pageEnd` are prepared once per connection: planning the union of a kind's
     /// collections was a quarter of PostgreSQL's CPU for a pull of 100 changes (pgbench
     /// `-M prepared`, docs/performance.md); the generic plan PostgreSQL may settle on is the
     /// same range scan per collection, and a full pull did not get slower with it.
     static func changes(of partition: Partition, after cursor: Cursor, limit: Int) -> SQL {
         .reused("""
-        select seq, coll, id, body from (\(after(cursor, in: partition, more: body))) changes
+        select seq, coll, id,
+               '{"collection":"' || coll || '","id":' || to_json(id)::text ||
+               case when deleted then ',"op":"delete"}' else ',"op":"upsert","doc":' || doc::text || '}' end as body
+          from (\(after(cursor, in: partition, more: "deleted, doc"))) changes
          order by seq, coll collate "C", id collate "C"
          limit \(limit)
         """)
-    }
-
-    /// A change of collection `coll` as the JSON the answer carries.
-    private static func body(_ coll: String) -> String {
-        """
-        '{"collection":"\(coll)","id":' || to_json(id)::text ||
-               case when deleted then ',"op":"delete"}' else ',"op":"upsert","doc":' || doc::text || '}' end as body
-        """
     }
 
     /// The keys of the `limit`-th and the next change after `cursor`, run before the page:
@@ -48,12 +52,12 @@ enum PullQuery {
     }
 
     /// One branch per collection of the partition's kind: `seq, coll, id` and the columns
-    /// `more` writes for a collection's name, of its changes after `cursor`.
-    private static func after(_ cursor: Cursor, in partition: Partition, more: ((String) -> String)? = nil) -> SQL {
+    /// `more`, of its changes after `cursor`.
+    private static func after(_ cursor: Cursor, in partition: Partition, more: String? = nil) -> SQL {
         let name = partition.description
         let branches = partition.kind.collections.map { collection -> SQL in
             let coll = collection.rawValue
-            let extra = more.map { ", " + $0(coll) } ?? ""
+            let extra = more.map { ", " + $0 } ?? ""
             return """
                 select seq, \(unsafeSQL: "'\(coll)'") as coll, id\(unsafeSQL: extra)
                   from sync.\(unsafeSQL: collection.table)

@@ -164,3 +164,41 @@ def test_an_error_before_the_first_byte_is_the_contracts_error(filled):
     outcome = pull_with_its_backend_killed(officer, {partition: None}, "sync.reports")
     assert "error" not in outcome, outcome
     error_of(outcome["response"], 503, "unavailable")
+
+
+def test_a_pull_renders_each_document_as_its_snapshot_saw_it(filled):
+    # The page is sorted before its documents are rendered (PullQuery.changes: a large one
+    # read from its TOAST pointer only then): each must still be the version the snapshot
+    # saw, not one a push committed meanwhile. The pull takes its snapshot, then waits for a
+    # locked table of the agency's kind while a push updates 30 reports and commits.
+    officer, partition = filled
+    before, cursor, _ = paged(officer, partition, 10_000)
+    holder = admin_db()
+    holder.autocommit = False
+    outcome = {}
+    try:
+        with holder.cursor() as cur:
+            cur.execute("lock table sync.mpas in access exclusive mode")
+
+        def pull():
+            outcome["entry"] = officer.pull({partition: None}, limit=10_000)[partition]
+
+        thread = threading.Thread(target=pull)
+        thread.start()
+        deadline = time.monotonic() + 30
+        while blocked_backend("sync.mpas") is None:
+            assert time.monotonic() < deadline and thread.is_alive(), "the pull never waited for the locked table"
+            time.sleep(0.05)
+        note = {"notes": [{"note": "pushed during the pull"}]}
+        updates = [change("update", "reports", partition, c["id"], note) for c in before[:30]]
+        assert all(r["status"] == "applied" for r in officer.push(updates))
+    finally:
+        holder.rollback()
+        holder.close()
+    thread.join(60)
+    assert outcome["entry"]["changes"] == before
+    assert outcome["entry"]["cursor"] == cursor
+    # The push's versions come with the next pull.
+    after = officer.pull({partition: cursor}, limit=10_000)[partition]
+    assert sorted(c["id"] for c in after["changes"]) == sorted(c["id"] for c in before[:30])
+    assert all(c["doc"]["notes"] == [{"note": "pushed during the pull"}] for c in after["changes"])
