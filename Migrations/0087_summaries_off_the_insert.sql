@@ -15,6 +15,9 @@
 -- Removing a row (compaction, an operator) leaves no seq to find: a statement trigger notes
 -- the ids (app.boarding_removals), and the fold takes their contributions away.
 
+-- One report's change as a fold sees it: what it counted (null: nothing), what it counts now.
+create type app.boarding_change as (id text, was app.boarding_delta, now app.boarding_delta);
+
 -- Per report (boardings only): the contribution, with sign 1, now in the summaries.
 create table app.boarding_contributions (
     partition text not null,

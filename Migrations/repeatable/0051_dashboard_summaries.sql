@@ -135,18 +135,15 @@ language plpgsql security definer set search_path = app, pg_temp as $$
 declare
     mark bigint;
     clock bigint;
-    ids text[];
-    now_counted app.boarding_delta[];
-    changed_ids text[];
-    was app.boarding_delta[];
+    changes app.boarding_change[];
     removals bigint[];
-    changed integer;
 begin
     insert into app.summary_watermarks (partition, seq) values (p, 0) on conflict (partition) do nothing;
     select w.seq into mark from app.summary_watermarks w where w.partition = p for update;
     -- One statement, so one snapshot: the reports numbered above the watermark, the noted
     -- removals and the clock. Every change numbered up to that clock is visible in it
     -- (writers of a partition commit in clock order, 0004), so it is the next watermark.
+    -- A change is a report whose current version counts otherwise than it did.
     with candidates as (
         select r.id from sync.reports r where r.partition = p and r.seq > mark
         union
@@ -154,35 +151,27 @@ begin
     )
     select (select c.seq from app.partition_clocks c where c.partition = p),
            array(select x.n from app.boarding_removals x where x.partition = p),
-           array_agg(k.id), array_agg(case when r.is_boarding then app.boarding_delta(1, r) end)
-      into clock, removals, ids, now_counted
-      from candidates k left join sync.reports r on r.id = k.id and r.partition = p;
+           coalesce(array_agg(row(k.id, c.delta, n.delta)::app.boarding_change) filter (where c.delta is distinct from n.delta), '{}')
+      into clock, removals, changes
+      from candidates k
+      left join sync.reports r on r.id = k.id and r.partition = p
+      left join app.boarding_contributions c on c.partition = p and c.id = k.id,
+           lateral (select case when r.is_boarding then app.boarding_delta(1, r) end as delta) n;
 
-    -- What changed: the reports whose current version counts otherwise than they did. (By
-    -- subscript: unnest would spread a composite into its fields. A delta's sign is never
-    -- null, so `(d).sign is null` says "counts nothing", whatever its other fields hold.)
-    select array_agg(ids[i]), array_agg(c.delta), array_agg(now_counted[i])
-      into changed_ids, was, now_counted
-      from generate_subscripts(ids, 1) i
-      left join app.boarding_contributions c on c.partition = p and c.id = ids[i]
-     where c.delta is distinct from now_counted[i];
-    changed := coalesce(cardinality(changed_ids), 0);
-
-    if changed > 0 then
+    if cardinality(changes) > 0 then
         perform app.apply_boarding_deltas(array(
-            select d from generate_subscripts(changed_ids, 1) i,
-                   lateral (values (app.negated(was[i])), (now_counted[i])) v(d)
-             where (d).sign is not null));
-        delete from app.boarding_contributions c using generate_subscripts(changed_ids, 1) i
-         where c.partition = p and c.id = changed_ids[i] and (now_counted[i]).sign is null;
+            select d from unnest(changes) f, lateral (values (app.negated(f.was)), (f.now)) v(d) where (d).sign is not null));
+        -- (A delta's sign is never null: `(d).sign is null` says "counts nothing", whatever
+        -- its other fields hold.)
+        delete from app.boarding_contributions c using unnest(changes) f
+         where c.partition = p and c.id = f.id and (f.now).sign is null;
         insert into app.boarding_contributions as c (partition, id, delta)
-        select p, changed_ids[i], now_counted[i] from generate_subscripts(changed_ids, 1) i
-         where (now_counted[i]).sign is not null
+        select p, f.id, f.now from unnest(changes) f where (f.now).sign is not null
         on conflict (partition, id) do update set delta = excluded.delta;
     end if;
     delete from app.boarding_removals where n = any(removals);
     update app.summary_watermarks set seq = greatest(seq, coalesce(clock, 0)) where partition = p;
-    return changed;
+    return cardinality(changes);
 end
 $$;
 
