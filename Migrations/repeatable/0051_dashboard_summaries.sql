@@ -143,20 +143,25 @@ begin
     -- One statement, so one snapshot: the reports numbered above the watermark, the noted
     -- removals and the clock. Every change numbered up to that clock is visible in it
     -- (writers of a partition commit in clock order, 0004), so it is the next watermark.
-    -- A change is a report whose current version counts otherwise than it did.
+    -- A change is a report whose current version counts otherwise than it did. (Each
+    -- candidate's report and contribution are looked up by key, as sub-selects: as joins,
+    -- the planner hashed the agency's whole tables for a few dozen candidates.)
     with candidates as (
         select r.id from sync.reports r where r.partition = p and r.seq > mark
         union
         select x.id from app.boarding_removals x where x.partition = p
+    ), seen as (
+        select k.id,
+               (select c.delta from app.boarding_contributions c where c.partition = p and c.id = k.id) as was,
+               (select case when r.is_boarding then app.boarding_delta(1, r) end
+                  from sync.reports r where r.id = k.id and r.partition = p) as now
+          from candidates k
     )
     select (select c.seq from app.partition_clocks c where c.partition = p),
            array(select x.n from app.boarding_removals x where x.partition = p),
-           coalesce(array_agg(row(k.id, c.delta, n.delta)::app.boarding_change) filter (where c.delta is distinct from n.delta), '{}')
+           coalesce(array_agg(row(s.id, s.was, s.now)::app.boarding_change) filter (where s.was is distinct from s.now), '{}')
       into clock, removals, changes
-      from candidates k
-      left join sync.reports r on r.id = k.id and r.partition = p
-      left join app.boarding_contributions c on c.partition = p and c.id = k.id,
-           lateral (select case when r.is_boarding then app.boarding_delta(1, r) end as delta) n;
+      from seen s;
 
     if cardinality(changes) > 0 then
         perform app.apply_boarding_deltas(array(
