@@ -2,7 +2,8 @@
 HTTPS through nginx, one per push and 25 per push, and the write-acknowledged latency on
 one kept-alive connection, each against PostgreSQL alone doing the same INSERTs as the
 worker role under the same claims (pgbench: app.authenticate with the same token, so the
-same row-level security, generated columns, indexes and triggers).
+same row-level security, generated columns, indexes and triggers; the job runner then
+folds the reports into the dashboards' summaries, for both).
 
 Server CPU per document comes from the processes' own counters (/proc/<pid>/stat utime +
 stime, before and after): the FastCGI workers, every PostgreSQL process (the postmaster's
