@@ -4,7 +4,8 @@
 #   (a) one report per push, (b) batches of 25 per push, (c) write acknowledged p50 on one
 #   kept-alive connection, each against PostgreSQL alone doing the same INSERTs as the
 #   worker role under the same claims (app.authenticate, so the same RLS and triggers),
-#   with server CPU per document from the processes' own counters (/proc/<pid>/stat).
+#   with server CPU per document from the processes' own counters (/proc/<pid>/stat),
+#   the job runner's fold of the reports into the dashboard summaries included in both.
 # Prints figures, ratios and the issue's aims; never fails on numbers.
 # Bench/22-reads.sh (another helper) covers the read side.
 set -euo pipefail

@@ -1,7 +1,8 @@
 """Profile of a single push (issue 22, docs/performance.md): N pushes of one ~2.3 KB report
 over HTTPS, then where PostgreSQL spent its time per push, from pg_stat_statements (nested
 statements included: pg_stat_statements.track = all in the dev stack) and the PL/pgSQL
-functions' own counters (track_functions = pl: triggers and app.* functions).
+functions' own counters (track_functions = pl: triggers and app.* functions), including
+the job runner's fold of the pushed reports into the dashboards' summaries (waited for).
 
     STATE=.state/bench Deploy/dev/stack.sh up    # then
     TIDEWAY_BENCH_URL=https://localhost:PORT TIDEWAY_BENCH_CA=.state/bench/tls/ca.crt \\
@@ -46,6 +47,7 @@ def main():
         r = http.post(wb.URL + "/api/v1/sync/push", verify=wb.CA, json={"clientId": prefix, "changes": changes})
         r.raise_for_status()
         assert all(x["status"] == "applied" for x in r.json()["results"]), r.text[:300]
+    wb.wait_folded()  # the job runner's fold of these reports into the summaries counts too
     cpu = wb.cpu_delta(before, wb.cpu_snapshot())
     docs = pushes * batch
     print(f"{pushes} pushes of {batch}: server CPU ms/doc " +

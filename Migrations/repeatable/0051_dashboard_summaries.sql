@@ -111,36 +111,110 @@ $$ $f$, '@upserts@', upserts), '@repairs@', repairs);
 end
 $do$;
 
--- Statement triggers with transition tables: a multi-row write (a push's new reports,
--- app.insert_documents) updates each summary row once, not once per report. An update
--- counts only the reports whose summarized facts changed (most edits — vessel, crew,
--- notes — change none). Runs as the owner: nobody else writes the summaries.
-create or replace function app.summarize_boardings() returns trigger
+-- The summaries are folded in batches off the write path (0087): by the job runner about
+-- every half second, or by whoever needs them exact now (tests). A fold of one agency
+-- partition holds its watermark row until it commits, so folds of a partition run one
+-- after the other; writers never wait for a fold, nor a fold for writers.
+drop trigger if exists dashboard_summaries_insert on sync.reports;
+drop trigger if exists dashboard_summaries_update on sync.reports;
+drop trigger if exists dashboard_summaries_delete on sync.reports;
+drop function if exists app.summarize_boardings();
+
+create or replace function app.negated(d app.boarding_delta) returns app.boarding_delta
+language plpgsql immutable strict as $$
+begin
+    d.sign := -d.sign;
+    return d;
+end
+$$;
+
+-- Folds one agency partition's report changes since its watermark into the summaries;
+-- answers how many reports changed what they count.
+create or replace function app.fold_boarding_summaries(p text) returns integer
 language plpgsql security definer set search_path = app, pg_temp as $$
 declare
-    deltas app.boarding_delta[];
+    mark bigint;
+    clock bigint;
+    changes app.boarding_change[];
+    removals bigint[];
 begin
-    if tg_op = 'INSERT' then
-        deltas := array(select app.boarding_delta(1, n) from new_rows n where n.is_boarding);
-    elsif tg_op = 'DELETE' then
-        deltas := array(select app.boarding_delta(-1, o) from old_rows o where o.is_boarding);
-    else
-        deltas := array(
-            select x from old_rows o join new_rows n on n.id = o.id,
-                   lateral (values (app.boarding_delta(-1, o)), (app.boarding_delta(1, n))) v(x)
-             where (o.is_boarding or n.is_boarding)
-               and app.boarding_delta(1, o) is distinct from app.boarding_delta(1, n));
+    insert into app.summary_watermarks (partition, seq) values (p, 0) on conflict (partition) do nothing;
+    select w.seq into mark from app.summary_watermarks w where w.partition = p for update;
+    -- One statement, so one snapshot: the reports numbered above the watermark, the noted
+    -- removals and the clock. Every change numbered up to that clock is visible in it
+    -- (writers of a partition commit in clock order, 0004), so it is the next watermark.
+    -- A change is a report whose current version counts otherwise than it did. (Each
+    -- candidate's report and contribution are looked up by key, as sub-selects: as joins,
+    -- the planner hashed the agency's whole tables for a few dozen candidates.)
+    with candidates as (
+        select r.id from sync.reports r where r.partition = p and r.seq > mark
+        union
+        select x.id from app.boarding_removals x where x.partition = p
+    ), seen as (
+        select k.id,
+               (select c.delta from app.boarding_contributions c where c.partition = p and c.id = k.id) as was,
+               (select case when r.is_boarding then app.boarding_delta(1, r) end
+                  from sync.reports r where r.id = k.id and r.partition = p) as now
+          from candidates k
+    )
+    select (select c.seq from app.partition_clocks c where c.partition = p),
+           array(select x.n from app.boarding_removals x where x.partition = p),
+           coalesce(array_agg(row(s.id, s.was, s.now)::app.boarding_change) filter (where s.was is distinct from s.now), '{}')
+      into clock, removals, changes
+      from seen s;
+
+    if cardinality(changes) > 0 then
+        perform app.apply_boarding_deltas(array(
+            select d from unnest(changes) f, lateral (values (app.negated(f.was)), (f.now)) v(d) where (d).sign is not null));
+        -- (A delta's sign is never null: `(d).sign is null` says "counts nothing", whatever
+        -- its other fields hold.)
+        delete from app.boarding_contributions c using unnest(changes) f
+         where c.partition = p and c.id = f.id and (f.now).sign is null;
+        insert into app.boarding_contributions as c (partition, id, delta)
+        select p, f.id, f.now from unnest(changes) f where (f.now).sign is not null
+        on conflict (partition, id) do update set delta = excluded.delta;
     end if;
-    if cardinality(deltas) > 0 then
-        perform app.apply_boarding_deltas(deltas);
-    end if;
+    delete from app.boarding_removals where n = any(removals);
+    update app.summary_watermarks set seq = greatest(seq, coalesce(clock, 0)) where partition = p;
+    return cardinality(changes);
+end
+$$;
+
+-- Folds every agency partition with changes (or removals) not yet in the summaries, in
+-- partition order (so two folds never wait for each other in a cycle); answers how many
+-- reports changed what they count.
+create or replace function app.fold_boarding_summaries() returns integer
+language plpgsql security definer set search_path = app, pg_temp as $$
+declare
+    p text;
+    total integer := 0;
+begin
+    for p in
+        select c.partition from app.partition_clocks c
+          left join app.summary_watermarks w on w.partition = c.partition
+         where app.partition_kind(c.partition) = 'agency' and c.seq > coalesce(w.seq, 0)
+        union
+        select x.partition from app.boarding_removals x
+        order by 1
+    loop
+        total := total + app.fold_boarding_summaries(p);
+    end loop;
+    return total;
+end
+$$;
+
+-- A removed row leaves no seq for a fold to find: note it, unless its last version is
+-- already folded and counts nothing (a tombstone that compaction removes).
+create or replace function app.note_report_removals() returns trigger
+language plpgsql security definer set search_path = app, pg_temp as $$
+begin
+    insert into app.boarding_removals (partition, id)
+    select o.partition, o.id from old_rows o
+     where app.partition_kind(o.partition) = 'agency'
+       and (o.is_boarding or o.seq > coalesce((select w.seq from app.summary_watermarks w where w.partition = o.partition), 0));
     return null;
 end
 $$;
 
-create or replace trigger dashboard_summaries_insert after insert on sync.reports
-    referencing new table as new_rows for each statement execute function app.summarize_boardings();
-create or replace trigger dashboard_summaries_delete after delete on sync.reports
-    referencing old table as old_rows for each statement execute function app.summarize_boardings();
-create or replace trigger dashboard_summaries_update after update on sync.reports
-    referencing old table as old_rows new table as new_rows for each statement execute function app.summarize_boardings();
+create or replace trigger dashboard_summaries_removals after delete on sync.reports
+    referencing old table as old_rows for each statement execute function app.note_report_removals();

@@ -57,8 +57,9 @@ struct DashboardData {
     static func read(_ tx: Transaction, _ scope: DashboardScope, agencyCharts: Bool) throws -> DashboardData {
         let f = scope.boardings
         let start = scope.range.startAt, end = scope.range.endAt
-        // Counts come from the daily summaries the write path keeps (0051); only the map's
-        // points and bins and an officer's recent boardings read the reports themselves.
+        // Counts come from the daily summaries (0051), which the job runner folds from the
+        // reports' changes about every half second (0087); only the map's points and bins and
+        // an officer's recent boardings read the reports themselves (so they are never stale).
         let summary: SQL = agencyCharts
             ? """
               select grouping(week, month, level) as g, to_char(week, 'YYYY-MM-DD') as week,

@@ -42,8 +42,12 @@ public final class JobRunner {
         let description: String
     }
 
-    /// Runs jobs as they come (woken by NOTIFY tideway_jobs, and every second for retries),
-    /// sweeping unreferenced blobs every `sweepEvery` seconds. Never returns.
+    /// How long a report change may wait for the dashboards' summaries: the runner folds
+    /// every `foldEvery` seconds (plus the fold's own time).
+    public static let foldEvery = 0.5
+
+    /// Runs jobs as they come (woken by NOTIFY tideway_jobs, and every half second for the
+    /// summaries and retries), sweeping unreferenced blobs every `sweepEvery` seconds. Never returns.
     public func runForever(sweepEvery: TimeInterval) throws -> Never {
         try connection.execute("listen tideway_jobs")
         Log.info("jobs: running (blob root \(store.root))")
@@ -51,6 +55,7 @@ public final class JobRunner {
         while true {
             do {
                 _ = try runDue()
+                try foldSummaries()
                 if Date().timeIntervalSince(lastSweep) >= sweepEvery {
                     lastSweep = Date()
                     let result = try BlobSweep.run(connection: connection, store: store)
@@ -62,7 +67,23 @@ public final class JobRunner {
                 Log.error("jobs: database unavailable: \(error.detail)")
                 exit(1)
             }
-            waitForNotification(seconds: 1)
+            waitForNotification(seconds: Self.foldEvery)
+        }
+    }
+
+    /// Folds the report changes of every agency not yet in the dashboards' daily summaries
+    /// (Migrations/0087: taken off the write path, folded in batches here); answers how many
+    /// reports changed what they count. A fold that loses a race (a deadlock cannot happen:
+    /// partitions are folded in order) is simply tried again at the next turn.
+    @discardableResult
+    public func foldSummaries() throws -> Int {
+        do {
+            return try connection.transaction { tx in
+                try tx.query("select app.fold_boarding_summaries() as folded").first?.int("folded") ?? 0
+            }
+        } catch let error as DatabaseError where error.kind != .unavailable {
+            Log.warning("jobs: folding the dashboard summaries failed: \(error)")
+            return 0
         }
     }
 

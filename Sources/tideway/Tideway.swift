@@ -123,10 +123,10 @@ struct Events: ParsableCommand {
 
 struct Jobs: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run background jobs (photo offload to the blob store, blob sweep) until stopped.",
+        abstract: "Run background jobs (photo offload to the blob store, dashboard summaries, blob sweep) until stopped.",
         discussion: "Connects as $TIDEWAY_DATABASE (the worker role); blobs under $TIDEWAY_BLOB_ROOT.")
     @Option(help: "Seconds between sweeps of unreferenced blobs.") var sweepEvery: Double = 300
-    @Flag(help: "Run the jobs due now, then exit.") var once = false
+    @Flag(help: "Run the jobs due now and fold the dashboard summaries, then exit.") var once = false
     @Option(help: .hidden) var pauseBeforeCommit: Double = 0
 
     func run() throws {
@@ -135,6 +135,7 @@ struct Jobs: ParsableCommand {
         runner.pauseBeforeCommit = pauseBeforeCommit
         if once {
             print("jobs run: \(try runner.runDue())")
+            print("summaries: \(try runner.foldSummaries()) reports folded")
             return
         }
         Metrics.startProcess(role: "jobs", config: config)

@@ -62,6 +62,17 @@ def admin_db():
     return conn
 
 
+def fold_summaries(partition=None):
+    """Folds report changes into the dashboards' daily summaries now, as the job runner does
+    every half second (Migrations/0087), so that a test reads exact summaries at once."""
+    with admin_db() as conn, conn.cursor() as cur:
+        if partition is None:
+            cur.execute("select app.fold_boarding_summaries()")
+        else:
+            cur.execute("select app.fold_boarding_summaries(%s)", (partition,))
+        return cur.fetchone()[0]
+
+
 def worker_db():
     """A connection as the workers' own role: row-level security applies to it."""
     return psycopg2.connect(WORKER_DB)

@@ -1,25 +1,32 @@
-"""The dashboards' daily summaries (Migrations/0051) are kept by the write path: after any
-mix of writes through the sync API — inserts, edits that change a summarized fact and
-edits that change none, a date moved to another day, a draft made final and back, a
-location moved off the edge of the bounds, deletes, concurrent pushes, compaction — the
-tables hold exactly what the *_computed views compute from the reports themselves."""
+"""The dashboards' daily summaries (Migrations/0051) are folded from the reports' changes
+in batches, off the write path (0087: by the job runner every half second, here by
+`fold_summaries` at once): after any mix of writes through the sync API — inserts, edits
+that change a summarized fact and edits that change none, a date moved to another day, a
+draft made final and back, a location moved off the edge of the bounds, deletes,
+concurrent pushes, compaction, a writer still uncommitted while a fold runs — a fold leaves
+the tables holding exactly what the *_computed views compute from the reports themselves,
+and the write itself changes no summary."""
 import random
 import threading
+import time
 import uuid
 
 import psycopg2
+import psycopg2.extras
 import pytest
 
-from conftest import admin_db, new_user, worker_db
+from conftest import ADMIN_DB, admin_db, fold_summaries, new_user, worker_db
 from synclib import Client, change, new_agency
 from test_dashboards import report_doc
 
 TABLES = ("boarding_days", "officer_days", "tally_days")
 
 
-def drift(partition):
+def drift(partition, fold=True):
     """Rows where a summary and its recomputation differ (zero rows left by removals are
-    allowed: they count nothing)."""
+    allowed: they count nothing), after folding the partition's changes (unless told not to)."""
+    if fold:
+        fold_summaries(partition)
     found = {}
     with admin_db() as conn, conn.cursor() as cur:
         for table in TABLES:
@@ -74,10 +81,14 @@ def test_every_kind_of_write_keeps_the_summaries_exact(agency):
         change("insert", "reports", p, ids[4], report(ids[4], me, "2026-02-11T12:00:00Z", location=None)),
         change("insert", "reports", p, ids[5], {"_id": ids[5], "timestamp": "2026-02-12T00:00:00Z", "draft": False}),
     ])
+    # The write itself counts nothing: the fold does (a fold already under way may have
+    # taken some: either none or all five, the push being one transaction).
+    assert summary_total(p) in (0, 5)
     assert drift(p) == {}
     assert summary_total(p) == 5
+    assert fold_summaries(p) == 0  # folded once only
 
-    # An edit that changes no summarized fact (skipped by the trigger) and edits that do.
+    # An edit that changes no summarized fact (a fold finds it counts as before) and edits that do.
     push_ok(client, [change("update", "reports", p, ids[0], {"vessel": {"name": "Renamed"}})])
     assert drift(p) == {}
     push_ok(client, [
@@ -112,6 +123,67 @@ def test_every_kind_of_write_keeps_the_summaries_exact(agency):
     with admin_db() as conn, conn.cursor() as cur:
         cur.execute("delete from sync.reports where id = %s", (ids[0],))
     assert drift(p) == {} and summary_total(p) == 3
+    # Changes no fold saw before their rows went: a report pushed, deleted (a tombstone)
+    # and compacted away; another pushed and removed by hand; a third removed and pushed
+    # again under its id. None was folded in between.
+    extra = [f"sum-{uuid.uuid4().hex[:10]}" for _ in range(3)]
+    push_ok(client, [change("insert", "reports", p, x, report(x, me, "2026-01-05T10:00:00Z", "Amber", [("Warning", "V5")],
+                                                               [("Tuna", 3, "kg")], (9.8, 0.9))) for x in extra])
+    assert drift(p) == {} and summary_total(p) == 6
+    push_ok(client, [change("delete", "reports", p, extra[0]),
+                     change("update", "reports", p, extra[2], {"location": [9.85, 0.95]})])
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("delete from sync.reports where partition = %s and deleted", (p,))
+        cur.execute("delete from sync.reports where id = any(%s)", ([extra[1], extra[2]],))
+    push_ok(client, [change("insert", "reports", p, extra[2], report(extra[2], me, "2026-01-06T10:00:00Z", "Green"))])
+    assert drift(p) == {} and summary_total(p) == 4
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("select count(*) from app.boarding_removals where partition = %s", (p,))
+        assert cur.fetchone()[0] == 0
+
+
+def test_a_fold_while_a_writer_is_uncommitted_counts_its_change_once_it_commits(agency):
+    """A partition's changes are numbered by its clock, whose row the writer holds until it
+    commits: a fold meanwhile must neither wait for the writer nor move its watermark past
+    the writer's number, or that change would never be counted."""
+    key, p, client = agency
+    first, late = f"ooo-{uuid.uuid4().hex[:10]}", f"ooo-{uuid.uuid4().hex[:10]}"
+    push_ok(client, [change("insert", "reports", p, first, report(first, client.email, "2026-01-05T10:00:00Z"))])
+    assert drift(p) == {} and summary_total(p) == 1
+    writer = psycopg2.connect(ADMIN_DB)
+    try:
+        with writer.cursor() as cur:  # one open transaction: the clock row stays locked
+            cur.execute("insert into sync.reports (id, partition, doc, seq) values (%s, %s, %s, app.tick(%s)) returning seq",
+                        (late, p, psycopg2.extras.Json(report(late, client.email, "2026-01-06T10:00:00Z", "Red")), p))
+            late_seq = cur.fetchone()[0]
+        # Meanwhile a change of another partition commits, and folds of every partition run.
+        other_key = new_agency()
+        other, other_client, oid = "agency=" + other_key, Client(new_user("officer", other_key)), f"ooo-{uuid.uuid4().hex[:10]}"
+        push_ok(other_client, [change("insert", "reports", other, oid, report(oid, other_client.email, "2026-01-05T10:00:00Z"))])
+        fold_summaries()
+        fold_summaries(p)
+        assert drift(other, fold=False) == {} and summary_total(other) == 1
+        assert summary_total(p) == 1
+        with admin_db() as conn, conn.cursor() as cur:
+            cur.execute("select seq from app.summary_watermarks where partition = %s", (p,))
+            assert cur.fetchone()[0] < late_seq
+        writer.commit()
+    finally:
+        writer.close()
+    assert drift(p) == {} and summary_total(p) == 2  # counted by the next fold ...
+    assert fold_summaries(p) == 0 and summary_total(p) == 2  # ... and once
+
+
+def test_the_job_runner_folds_the_changes_without_being_asked(agency):
+    """The stack's job runner (`tideway jobs`) folds every half second; waits up to 30 s."""
+    key, p, client = agency
+    rid = f"run-{uuid.uuid4().hex[:10]}"
+    push_ok(client, [change("insert", "reports", p, rid, report(rid, client.email, "2026-01-05T10:00:00Z"))])
+    deadline = time.monotonic() + 30
+    while summary_total(p) == 0 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert summary_total(p) == 1
+    assert drift(p, fold=False) == {}
 
 
 def test_concurrent_pushes_lose_no_update(agency):
@@ -159,6 +231,7 @@ def test_summaries_are_read_under_row_level_security_and_written_by_no_worker(ag
     key, p, client = agency
     rid = f"rls-{uuid.uuid4().hex[:10]}"
     push_ok(client, [change("insert", "reports", p, rid, report(rid, client.email, "2026-01-05T10:00:00Z"))])
+    fold_summaries(p)
     with worker_db() as conn, conn.cursor() as cur:
         # Claims of an admin of another agency: none of this agency's rows are visible.
         cur.execute("select set_config('tideway.role', 'agencyAdmin', true), set_config('tideway.agency', 'Gabon', true)")

@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import PASSWORD, STATE, URL, admin_db, new_user, session
+from conftest import PASSWORD, STATE, URL, admin_db, fold_summaries, new_user, session
 
 FROM, TO = "2026-01-01", "2026-03-31"
 RANGE = f"?from={FROM}&to={TO}"
@@ -95,6 +95,9 @@ def fixture():
         cur.execute("""insert into sync.mpas (id, partition, doc, seq) values (%s, %s, %s, app.tick(%s))""",
                     ("mpa-" + uuid.uuid4().hex[:8], pa,
                      json.dumps({"name": "Reserve <A>", "coordinates": [[9.0, -1.0], [9.6, -1.0], [9.6, 0.0], [9.0, -1.0]]}), pa))
+    # The job runner folds these into the daily summaries within a second; fold them now.
+    fold_summaries(pa)
+    fold_summaries(pb)
     return {"a": a, "b": b, "admin": admin, "admin_b": admin_b, "o1": o1, "o2": o2, "o3": o3,
             "ids": ids, "on_since": on_since}
 
