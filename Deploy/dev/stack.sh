@@ -127,11 +127,11 @@ synchronous_commit = on
 full_page_writes = on
 log_min_duration_statement = 500ms
 log_line_prefix = '%m [%p] %q%u@%d '
-# Profiles of the write path (docs/performance.md): statements, nested ones included, and
-# PL/pgSQL functions (triggers) timed; the extension itself is created by whoever reads it.
+# Top-level statements counted, as a production server would; the extension itself is
+# created by whoever reads it. Nested statements and PL/pgSQL function timing cost CPU in
+# every write (docs/performance.md, "The push path, third round"): Bench/push_profile.py
+# turns them on (ALTER SYSTEM) only while it profiles.
 shared_preload_libraries = 'pg_stat_statements'
-pg_stat_statements.track = all
-track_functions = pl
 CONF
     if [[ -n ${PG_TRUST_NET:-} ]] && ! grep -qF "$PG_TRUST_NET" "$pgdata/pg_hba.conf"; then
         printf 'host all all %s trust\nhost replication all %s trust\n' "$PG_TRUST_NET" "$PG_TRUST_NET" |

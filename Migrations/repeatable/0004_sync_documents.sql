@@ -185,11 +185,23 @@ $$;
 -- Same rows as before: agency documents only live in partitions of existing agencies
 -- (writes check that the agency exists), and agencies are deactivated, never deleted.
 -- Every agency-partitioned table's read policy is this one.
+--
+-- PL/pgSQL, not SQL: a SECURITY DEFINER SQL function cannot be inlined, so its body was
+-- parsed and planned again at every call, and every statement that reads an agency table
+-- under these policies calls it once per table (a carried event's read of an agency
+-- partition 7 times, a push's write once): ~8 parses and plans per pushed report, the
+-- largest item of a push's PostgreSQL profile (docs/performance.md, "The push path, third
+-- round"). PL/pgSQL keeps the plan for the connection's life.
 create or replace function app.readable_agency_partitions() returns text[]
-language sql stable security definer set search_path = app, pg_temp as $$
-    select case when app.is_global_admin() then (select coalesce(array_agg('agency=' || key), '{}') from app.agencies)
-                when app.agency() is not null then array['agency=' || app.agency()]
-                else '{}'::text[] end
+language plpgsql stable security definer set search_path = app, pg_temp as $$
+begin
+    if app.is_global_admin() then
+        return (select coalesce(array_agg('agency=' || key), '{}') from app.agencies);
+    elsif app.agency() is not null then
+        return array['agency=' || app.agency()];
+    end if;
+    return '{}'::text[];
+end
 $$;
 revoke all on function app.readable_agency_partitions() from public;
 grant execute on function app.readable_agency_partitions() to tideway_worker;

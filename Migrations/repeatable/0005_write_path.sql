@@ -151,6 +151,26 @@ $$;
 end
 $do$;
 
+-- A push of new documents only goes to the database in one round trip (WritePath
+-- applyFirstPush: this check, then its writes and COMMIT in the same pipeline, after the
+-- push's advisory lock). Its writes are what the usual two round trips would send when the
+-- reads find no earlier outcome of any change (not a retry) and every write right; when
+-- either is not so, TW409 aborts the transaction, nothing is written, and the worker
+-- applies the push again the usual way. Read after the lock, like the usual path's lookup,
+-- so a retry racing its first attempt sees that attempt's outcomes.
+create or replace function app.expect_first_push(
+    client_id text, change_ids text[], partitions text[], collections text[]) returns void
+language plpgsql as $$
+begin
+    if exists (select from app.push_log l
+                where l.user_id = app.uid() and l.client_id = expect_first_push.client_id
+                  and l.change_id = any(change_ids))
+       or exists (select from unnest(partitions, collections) as t(p, c) where app.can_write(t.p, t.c) is not true) then
+        raise exception 'the push needs its reads' using errcode = 'TW409';
+    end if;
+end
+$$;
+
 -- New documents of one collection in one statement. A device that was offline pushes
 -- mostly new documents (reports, photos, duty changes, messages); writing them one
 -- app.apply_change at a time costs a savepoint, a failed UPDATE and a one-row INSERT per

@@ -35,12 +35,16 @@ $$;
 create or replace function app.history_canonical(
     prev_hash text, report_id text, partition text, seq bigint, version bigint, user_id uuid,
     device text, at timestamptz, op text, change jsonb) returns text
-language sql stable as $$
-    select string_agg(octet_length(f) || ':' || f || E'\n', '' order by n)
-      from unnest(array['tideway-report-history-v1', prev_hash, report_id, partition, seq::text, version::text,
-                        coalesce(user_id::text, ''), device,
-                        to_char(at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), op,
-                        coalesce(change::text, 'null')]) with ordinality as t(f, n)
+-- PL/pgSQL so that the query is planned once per connection: as an SQL function (a FROM
+-- clause, so never inlined) it was parsed and planned at every history entry.
+language plpgsql stable as $$
+begin
+    return (select string_agg(octet_length(f) || ':' || f || E'\n', '' order by n)
+              from unnest(array['tideway-report-history-v1', prev_hash, report_id, partition, seq::text, version::text,
+                                coalesce(user_id::text, ''), device,
+                                to_char(at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), op,
+                                coalesce(change::text, 'null')]) with ordinality as t(f, n));
+end
 $$;
 
 create or replace function app.record_report_history() returns trigger

@@ -67,10 +67,20 @@ enum PushRoute {
         case .string(let text)?: device = String(text.prefix(100))
         default: throw AppError.badRequest("appVersion must be a string or null")
         }
-        let results = try context.asAPICaller { tx, caller in
-            // The writes and the COMMIT in one round trip: nothing follows them.
-            try WritePath.apply(inputs, clientID: clientID, device: device, caller: caller, in: tx,
-                                limits: .init(documentBytes: limits.documentBytes), commit: true)
+        let writeLimits = WritePath.Limits(documentBytes: limits.documentBytes)
+        let results: [JSON]
+        do {
+            // New documents only (a device back from sea): one round trip, unless it turns out
+            // to be a retry or to touch a partition the caller may not write.
+            guard WritePath.needsNoReads(inputs) else { throw WritePath.NeedsReads() }
+            results = try context.asAPICaller { tx, caller in
+                try WritePath.applyFirstPush(inputs, clientID: clientID, device: device, caller: caller, in: tx, limits: writeLimits)
+            }
+        } catch is WritePath.NeedsReads {
+            results = try context.asAPICaller { tx, caller in
+                // The writes and the COMMIT in one round trip: nothing follows them.
+                try WritePath.apply(inputs, clientID: clientID, device: device, caller: caller, in: tx, limits: writeLimits, commit: true)
+            }
         }
         service.presence.touch(context)
         for result in results {

@@ -23,7 +23,8 @@ public enum WritePath {
     /// Applies `inputs` in order inside `tx` and answers one result per change. Two round
     /// trips: one reads what the batch needs (earlier outcomes, current documents, locked),
     /// one sends every write — and, with `commit`, the COMMIT too (a push, whose
-    /// transaction ends with its writes: one round trip fewer per push).
+    /// transaction ends with its writes: one round trip fewer per push). A push of new
+    /// documents only may go in one (`applyFirstPush`).
     public static func apply(
         _ inputs: [Input], clientID: String?, device: String = "", caller: CallerInfo, in tx: Transaction, limits: Limits,
         commit: Bool = false
@@ -31,10 +32,7 @@ public enum WritePath {
         let changes = inputs.compactMap { try? $0.get() }
         var reads: [SQL] = []
         if let clientID {
-            // One push per (user, client) at a time: a retry sent while the first attempt is
-            // still running waits for it, then finds its outcomes in the log (read after the
-            // lock, in a fresh READ COMMITTED snapshot) instead of writing everything again.
-            reads.append(.reused("select pg_advisory_xact_lock(hashtextextended(app.uid()::text || '/' || \(clientID), 740601))"))
+            reads.append(pushLock(clientID: clientID))
             reads.append(.reused("""
                 select change_id, result::text as result from app.push_log
                  where user_id = app.uid() and client_id = \(clientID) and change_id = any(\(changes.map(\.changeID))::text[])
@@ -87,7 +85,69 @@ public enum WritePath {
                 writable.insert(Target(partition: row["p"] ?? "", collection: row["c"] ?? ""))
             }
         }
+        let plan = try plan(inputs, clientID: clientID, device: device, earlier: earlier, current: current,
+                            writable: { writable.contains($0) }, caller: caller, limits: limits)
+        let statements = plan.finished()
+        let written = statements.isEmpty ? [] : try tx.queries(statements, thenCommit: commit)
+        return try plan.answers(written)
+    }
 
+    /// Whether a push can skip the reads: every change it parsed inserts into a collection
+    /// whose stored document is the one sent, whatever the reads find (no server rule reads
+    /// the stored document or the caller, no intents); app.apply_change and
+    /// app.insert_documents answer an id that exists already.
+    public static func needsNoReads(_ inputs: [Input]) -> Bool {
+        inputs.allSatisfy { input in
+            guard case .success(let change) = input else { return true }
+            return change.op == .insert && Plan.gathered.contains(change.collection) && change.collection != .chatMessages
+        }
+    }
+
+    /// The reads would have changed the answer (a retry of changes already in the push log,
+    /// or a partition the caller may not write): nothing was written; `apply` the push in a
+    /// new transaction.
+    public struct NeedsReads: Error {}
+
+    /// A push that `needsNoReads` in one round trip with its COMMIT: the push's lock, then
+    /// `app.expect_first_push`, which fails the transaction (TW409, thrown as `NeedsReads`)
+    /// unless the reads would find no earlier outcome and every write right, then the writes
+    /// as `apply` plans them for ids found nowhere.
+    public static func applyFirstPush(
+        _ inputs: [Input], clientID: String, device: String, caller: CallerInfo, in tx: Transaction, limits: Limits
+    ) throws -> [JSON] {
+        precondition(needsNoReads(inputs), "applyFirstPush of a push that needs its reads")
+        let changes = inputs.compactMap { try? $0.get() }
+        let targets = Array(Set(changes.map { Target(partition: $0.partition.description, collection: $0.collection.rawValue) }))
+        let checks: [SQL] = [
+            pushLock(clientID: clientID),
+            .reused("""
+                select app.expect_first_push(\(clientID), \(changes.map(\.changeID))::text[],
+                       \(targets.map(\.partition))::text[], \(targets.map(\.collection))::text[])
+                """),
+        ]
+        let plan = try plan(inputs, clientID: clientID, device: device, earlier: [:], current: [:],
+                            writable: { _ in true }, caller: caller, limits: limits)
+        do {
+            let written = try tx.queries(checks + plan.finished(), thenCommit: true)
+            return try plan.answers(Array(written.dropFirst(checks.count)))
+        } catch let error as DatabaseError where error.sqlState == "TW409" {
+            throw NeedsReads()
+        }
+    }
+
+    /// One push per (user, client) at a time: a retry sent while the first attempt is still
+    /// running waits for it, then finds its outcomes in the log (read after the lock, in a
+    /// fresh READ COMMITTED snapshot) instead of writing everything again.
+    static func pushLock(clientID: String) -> SQL {
+        .reused("select pg_advisory_xact_lock(hashtextextended(app.uid()::text || '/' || \(clientID), 740601))")
+    }
+
+    /// The write round trip's statements for `inputs`, given what the reads found.
+    private static func plan(
+        _ inputs: [Input], clientID: String?, device: String, earlier: [String: JSON], current: [DocumentKey: StoredDocument],
+        writable: (Target) -> Bool, caller: CallerInfo, limits: Limits
+    ) throws -> Plan {
+        var current = current
         var plan = Plan(clientID: clientID)
         var seenInBatch: Set<String> = []
         for input in inputs {
@@ -103,7 +163,7 @@ public enum WritePath {
                     plan.reject(.invalid("changeId repeated in this batch"), changeID: change.changeID, log: false)
                     continue
                 }
-                guard writable.contains(Target(partition: change.partition.description, collection: change.collection.rawValue)) else {
+                guard writable(Target(partition: change.partition.description, collection: change.collection.rawValue)) else {
                     plan.reject(.forbidden("no write right on this partition"), changeID: change.changeID)
                     continue
                 }
@@ -130,16 +190,7 @@ public enum WritePath {
                     app_version = coalesce(nullif(excluded.app_version, ''), app.devices.app_version)
                 """))
         }
-        let statements = plan.finished()
-        let written = statements.isEmpty ? [] : try tx.queries(statements, thenCommit: commit)
-        return try plan.results.map { slot in
-            switch slot {
-            case .ready(let result): return result
-            case .fromStatement(let index, let row):
-                let rows = written[index].rows
-                return try JSON(parsing: row < rows.count ? rows[row][0] ?? "{}" : "{}")
-            }
-        }
+        return plan
     }
 
     /// The document to store for a change, after the merge, the schema and the server's

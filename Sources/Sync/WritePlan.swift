@@ -80,6 +80,18 @@ extension WritePath {
             newDocuments[change.collection] = group
         }
 
+        /// One result per change, from `written`, the answers of `finished()`'s statements.
+        func answers(_ written: [QueryResult]) throws -> [JSON] {
+            try results.map { slot in
+                switch slot {
+                case .ready(let result): return result
+                case .fromStatement(let index, let row):
+                    let rows = written[index].rows
+                    return try JSON(parsing: row < rows.count ? rows[row][0] ?? "{}" : "{}")
+                }
+            }
+        }
+
         /// The statements, with each gathered group's one statement filled in.
         func finished() -> [SQL] {
             var all = statements

@@ -124,3 +124,28 @@ def test_a_document_cannot_move_to_another_partition():
     results = stranger.push([change("insert", "reports", f"agency={key}", r, doc_for("reports", r))])
     assert results[0]["status"] == "rejected"
     assert row("reports", r) == kept
+
+
+def test_pushes_of_new_documents_only_still_answer_retries_and_missing_rights():
+    """A push of new documents only skips the reads (one round trip, WritePath.applyFirstPush):
+    a retry, whole or with new changes, is still found in the push log, and a partition
+    without the write right is still refused change by change."""
+    officer = Client("gabon.officer1@demo.tideway")
+    p = "agency=Gabon"
+    ids = [f"first-{uuid.uuid4().hex}" for _ in range(3)]
+    client_id = uuid.uuid4().hex
+    lone = [change("insert", "reports", p, ids[0], doc_for("reports", ids[0]))]
+    first = officer.push(lone, client_id)
+    assert statuses(first) == ["applied"]
+    before = counts(), row("reports", ids[0])
+    again = officer.push(lone, client_id)
+    assert statuses(again) == ["duplicate"] and again[0]["version"] == first[0]["version"]
+    assert (counts(), row("reports", ids[0])) == before
+    more = lone + [change("insert", "reports", p, d, doc_for("reports", d)) for d in ids[1:]]
+    assert statuses(officer.push(more, client_id)) == ["duplicate", "applied", "applied"]
+    assert [row("reports", d)[3] for d in ids] == [1, 1, 1]
+    theirs, ours = f"first-{uuid.uuid4().hex}", f"first-{uuid.uuid4().hex}"
+    results = officer.push([change("insert", "reports", "agency=WildAid", theirs, doc_for("reports", theirs)),
+                            change("insert", "reports", p, ours, doc_for("reports", ours))], client_id)
+    assert statuses(results) == ["forbidden", "applied"]
+    assert row("reports", theirs) is None and row("reports", ours)[3] == 1
