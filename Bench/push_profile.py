@@ -1,6 +1,6 @@
 """Profile of a single push (issue 22, docs/performance.md): N pushes of one ~2.3 KB report
 over HTTPS, then where PostgreSQL spent its time per push, from pg_stat_statements (nested
-statements included: pg_stat_statements.track = all in the dev stack) and the PL/pgSQL
+statements included: this script turns pg_stat_statements.track = all on, see below) and the PL/pgSQL
 functions' own counters (track_functions = pl: triggers and app.* functions), including
 the job runner's fold of the pushed reports into the dashboards' summaries (waited for).
 
