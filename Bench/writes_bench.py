@@ -7,7 +7,8 @@ folds the reports into the dashboards' summaries, for both).
 
 Server CPU per document comes from the processes' own counters (/proc/<pid>/stat utime +
 stime, before and after): the FastCGI workers, every PostgreSQL process (the postmaster's
-cutime/cstime keep what exited backends used), nginx and the job runner, which folds the
+cutime/cstime keep what exited backends used), nginx, the event publisher (`tideway events`)
+and the job runner, which folds the
 reports into the dashboards' summaries off the write path (Migrations/0087): a run's
 "after" is taken once the runner has folded every report of the run, for Tideway and the
 limit alike, so both include that effect. Medians of RUNS runs, Tideway and the limit
@@ -67,7 +68,7 @@ def _processes():
 
 
 def cpu_snapshot():
-    """Seconds of CPU used so far by the workers, PostgreSQL, nginx and the job runner of the bench stack."""
+    """Seconds of CPU used so far by the workers, PostgreSQL, nginx, the job runner and the event publisher of the bench stack."""
     table = _processes()
     children = {}
     for pid, (ppid, _, _) in table.items():
@@ -84,7 +85,11 @@ def cpu_snapshot():
     postgres = tree(_read_pid(os.path.join(STATE, "pg", "postmaster.pid")), True)
     nginx = tree(_read_pid(os.path.join(RUN_DIR, "nginx.pid")), False)
     jobs = tree(_read_pid(os.path.join(RUN_DIR, "jobs.pid")), False)
-    return {"worker": workers / TICK, "postgres": postgres / TICK, "nginx": nginx / TICK, "jobs": jobs / TICK}
+    # The change-event publisher reads and publishes every write (its PostgreSQL backend is
+    # in `postgres` already); the limit's inserts notify it too, so it counts on both sides.
+    events = tree(_read_pid(os.path.join(RUN_DIR, "events.pid")), False)
+    return {"worker": workers / TICK, "postgres": postgres / TICK, "nginx": nginx / TICK, "jobs": jobs / TICK,
+            "events": events / TICK}
 
 
 def wait_folded(limit=60):
@@ -274,7 +279,7 @@ def main():
 
     def split(m):
         s = m["split"]
-        return f"worker {s['worker']:.2f} + pg {s['postgres']:.2f} + nginx {s['nginx']:.2f} + jobs {s['jobs']:.2f}"
+        return f"worker {s['worker']:.2f} + pg {s['postgres']:.2f} + nginx {s['nginx']:.2f} + jobs {s['jobs']:.2f} + events {s['events']:.2f}"
 
     rows = [
         ("create 1 per push (docs/s)", f"{single['rate']:.0f}", f"{single_pg['rate']:.0f}",
