@@ -128,8 +128,8 @@ full_page_writes = on
 log_min_duration_statement = 500ms
 log_line_prefix = '%m [%p] %q%u@%d '
 # Top-level statements counted, as a production server would; the extension itself is
-# created by whoever reads it. Nested statements and PL/pgSQL function timing cost CPU in
-# every write (docs/performance.md, "The push path, third round"): Bench/push_profile.py
+# created by whoever reads it. Nested statements and PL/pgSQL function timing are for
+# profiles only (docs/performance.md, "The push path, third round"): Bench/push_profile.py
 # turns them on (ALTER SYSTEM) only while it profiles.
 shared_preload_libraries = 'pg_stat_statements'
 CONF
