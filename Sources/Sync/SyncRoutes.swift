@@ -68,19 +68,21 @@ enum PushRoute {
         default: throw AppError.badRequest("appVersion must be a string or null")
         }
         let writeLimits = WritePath.Limits(documentBytes: limits.documentBytes)
-        let results: [JSON]
-        do {
-            // New documents only (a device back from sea): one round trip, unless it turns out
-            // to be a retry or to touch a partition the caller may not write.
-            guard WritePath.needsNoReads(inputs) else { throw WritePath.NeedsReads() }
-            results = try context.asAPICaller { tx, caller in
-                try WritePath.applyFirstPush(inputs, clientID: clientID, device: device, caller: caller, in: tx, limits: writeLimits)
+        // New documents only (a device back from sea): one round trip, unless it turns out
+        // to be a retry or to touch a partition the caller may not write (nil: nothing was
+        // written, and the push goes the usual way).
+        func firstPush() throws -> [JSON]? {
+            do {
+                return try context.asAPICaller { tx, caller in
+                    try WritePath.applyFirstPush(inputs, clientID: clientID, device: device, caller: caller, in: tx, limits: writeLimits)
+                }
+            } catch is WritePath.NeedsReads {
+                return nil
             }
-        } catch is WritePath.NeedsReads {
-            results = try context.asAPICaller { tx, caller in
-                // The writes and the COMMIT in one round trip: nothing follows them.
-                try WritePath.apply(inputs, clientID: clientID, device: device, caller: caller, in: tx, limits: writeLimits, commit: true)
-            }
+        }
+        let results = try (WritePath.needsNoReads(inputs) ? firstPush() : nil) ?? context.asAPICaller { tx, caller in
+            // The writes and the COMMIT in one round trip: nothing follows them.
+            try WritePath.apply(inputs, clientID: clientID, device: device, caller: caller, in: tx, limits: writeLimits, commit: true)
         }
         service.presence.touch(context)
         for result in results {
