@@ -6,11 +6,17 @@ import Foundation
 /// partitions. Waiting holds a FastCGI thread but no database connection, and only
 /// `capacity` requests may wait at once, so ordinary requests always find a thread.
 ///
+/// It also keeps what this worker's pulls saw of each partition's clock (`saw`), so that a
+/// pull whose partition is known to have moved past its cursor skips the idle check
+/// (`moved`): that check would only answer "changed", a round trip for nothing.
+///
 /// `@unchecked Sendable`: all mutable state is guarded by `condition`.
 public final class ChangeHub: @unchecked Sendable {
     private let condition = NSCondition()
     private var counter: UInt64 = 0
     private var lastChange: [String: UInt64] = [:]
+    /// Per partition: a clock a pull's statement saw, and the generation read before it.
+    private var clocks: [String: (seq: Int64, generation: UInt64)] = [:]
     private var waiting = 0
     private let capacity: Int
     /// False while the listening connection is down: waits then poll instead.
@@ -35,6 +41,38 @@ public final class ChangeHub: @unchecked Sendable {
         if lastChange.count > 100_000 { lastChange.removeAll() }
         condition.broadcast()
         condition.unlock()
+    }
+
+    /// Notes that a statement begun after `generation` saw `partition`'s clock at `seq`
+    /// (a snapshot's status, or an idle check that found the cursor at the clock). The later
+    /// observation wins, even a lower clock (a restored database), so a wrong hint lasts one pull.
+    func saw(_ partition: String, clock seq: Int64, since generation: UInt64) {
+        saw([partition: seq], since: generation)
+    }
+
+    func saw(_ seen: [String: Int64], since generation: UInt64) {
+        condition.lock()
+        defer { condition.unlock() }
+        for (partition, seq) in seen {
+            if let known = clocks[partition], known.generation > generation || (known.generation == generation && known.seq >= seq) {
+                continue
+            }
+            // Only a hint: keep the map from growing forever.
+            if clocks.count >= 100_000 { clocks.removeAll() }
+            clocks[partition] = (seq, generation)
+        }
+    }
+
+    /// Whether `partition` has changes after `seq`, as far as this worker knows: a pull saw
+    /// its clock past `seq`, or saw it at `seq` and a commit was notified since. Only a hint
+    /// for skipping the idle check, never for an answer: a wrong "true" (a commit the pull
+    /// saw, notified after the generation it read) costs one snapshot that answers no changes
+    /// and corrects what is known; "false" costs the idle check, as before.
+    func moved(_ partition: String, past seq: Int64) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        guard let known = clocks[partition] else { return false }
+        return known.seq > seq || (known.seq == seq && (lastChange[partition] ?? 0) > known.generation)
     }
 
     /// Waits until one of `partitions` changes after `generation`, or `deadline`. False

@@ -24,7 +24,7 @@ enum PullQuery {
     /// first row leaves once the keys are sorted, and the rendering, the worker and nginx
     /// work at once (docs/performance.md, "Pulls that PostgreSQL streams").
     ///
-    /// This and `pageEnd` are prepared once per connection: planning the union of a kind's
+    /// Prepared once per connection: planning the union of a kind's
     /// collections was a quarter of PostgreSQL's CPU for a pull of 100 changes (pgbench
     /// `-M prepared`, docs/performance.md); the generic plan PostgreSQL may settle on is the
     /// same range scan per collection, and a full pull did not get slower with it.
@@ -36,18 +36,6 @@ enum PullQuery {
           from (\(after(cursor, in: partition, more: "deleted, doc"))) changes
          order by seq, coll collate "C", id collate "C"
          limit \(limit)
-        """)
-    }
-
-    /// The keys of the `limit`-th and the next change after `cursor`, run before the page:
-    /// a second row means there are more, and the first is where the next page starts.
-    /// Known before the page's first change, they let its answer stream (the cursor and
-    /// `more` come before the changes in the JSON). Keys only: no document is read.
-    static func pageEnd(of partition: Partition, after cursor: Cursor, limit: Int) -> SQL {
-        .reused("""
-        select seq, coll, id from (\(after(cursor, in: partition))) changes
-         order by seq, coll collate "C", id collate "C"
-         offset \(limit - 1) limit 2
         """)
     }
 

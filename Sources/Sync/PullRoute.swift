@@ -10,7 +10,9 @@ import Web
 /// 1. presence (`Presence.touch`): its own small write transaction, at most every 15 s per
 ///    login and worker — the pull itself is a read-only snapshot, which cannot write;
 /// 2. the idle check (`unchanged`): one statement with no BEGIN/COMMIT, only when every
-///    cursor stands at its partition's end (most polls: the measured fast path);
+///    cursor stands at its partition's end (most polls: the measured fast path), and none
+///    of those partitions is known in this worker to have moved past its cursor
+///    (`ChangeHub.moved`: a pull after a change event, a device catching up);
 /// 3. the snapshot (`run`): one REPEATABLE READ read-only transaction for every partition,
 ///    sent with its COMMIT in one round trip; its opening authenticates the token. With a
 ///    replica (TIDEWAY_REPLICA_DATABASE) it runs there once the replica has replayed the
@@ -36,7 +38,7 @@ enum PullRoute {
             let seen = hub.generation
             // Before the snapshot, so that the caller's own document already says On-Line.
             service.presence.touch(context)
-            let idle = try unchanged(request, context: context)
+            let idle = try unchanged(request, context: context, hub: hub, seen: seen)
             let answer: Answer
             if let unchanged = idle.answer {
                 answer = unchanged
@@ -44,10 +46,11 @@ enum PullRoute {
                 let primaryLSN = try idle.lsn ?? context.primaryPosition()
                 if request.wait == 0 || Date() >= deadline {
                     // The last snapshot of this request, whatever it holds: streamed.
-                    return streamed(request, context, service, primaryLSN: primaryLSN)
+                    return streamed(request, context, service, primaryLSN: primaryLSN, seen: seen)
                 }
                 let out = PullOutput(writer: nil)
                 var snapshot = try run(request, context: context, primaryLSN: primaryLSN, into: out)
+                hub.saw(snapshot.clocks, since: seen)
                 snapshot.body = out.bytes
                 answer = snapshot
             }
@@ -75,12 +78,13 @@ enum PullRoute {
     /// connection, so the client never takes the part it got for a whole answer (its cursor
     /// advances only with a complete body: it pulls again from where it stood).
     static func streamed(_ request: PullRequest, _ context: RequestContext, _ service: SyncService,
-                         primaryLSN: String?) -> HTTPResponse {
+                         primaryLSN: String?, seen: UInt64) -> HTTPResponse {
         HTTPResponse(status: 200, headers: [("Content-Type", "application/json"), ("Cache-Control", "no-store")],
                      body: .stream { writer in
                          let out = PullOutput(writer: writer)
                          let answer = try run(request, context: context, primaryLSN: primaryLSN, into: out)
                          out.finish()
+                         service.changes.saw(answer.clocks, since: seen)
                          if let clientID = request.clientID {
                              service.devicePulls.record(context, clientID: clientID, positions: answer.positions)
                          }
@@ -88,14 +92,18 @@ enum PullRoute {
     }
 
     /// When every cursor stands after its partition's last change, one statement can tell
-    /// whether anything changed (app.unchanged); no answer when the full pull must run. With
-    /// a replica, the same statement reads the primary's WAL position, which the replica
-    /// must have replayed before it may answer the full pull.
-    static func unchanged(_ request: PullRequest, context: RequestContext) throws -> (answer: Answer?, lsn: String?) {
+    /// whether anything changed (app.unchanged); no answer when the full pull must run, or
+    /// when this worker already knows a partition moved past its cursor (the check would
+    /// only say so: a round trip for nothing). With a replica, the same statement reads the
+    /// primary's WAL position, which the replica must have replayed before it may answer
+    /// the full pull. `seen`: the hub's generation, read before the statement.
+    static func unchanged(_ request: PullRequest, context: RequestContext, hub: ChangeHub,
+                          seen: UInt64) throws -> (answer: Answer?, lsn: String?) {
         guard let token = context.bearerToken, !request.partitions.isEmpty else { return (nil, nil) }
         var names: [String] = [], seqs: [String] = [], horizons: [String] = []
         for entry in request.partitions {
-            guard case .from(_, let cursor) = entry.start, cursor.collection == "~", cursor != .start else { return (nil, nil) }
+            guard case .from(_, let cursor) = entry.start, cursor.collection == "~", cursor != .start,
+                  !hub.moved(entry.name, past: cursor.seq) else { return (nil, nil) }
             names.append(entry.name)
             seqs.append(String(cursor.seq))
             horizons.append(String(cursor.horizon))
@@ -119,9 +127,10 @@ enum PullRoute {
             guard case .from(_, let cursor) = entry.start else { return (nil, nil) }
             if index > 0 { text += "," }
             positions[entry.name] = cursor.seq
-            text += JSON.string(entry.name).serialized() + #":{"status":"ok","cursor":"#
+            hub.saw(entry.name, clock: cursor.seq, since: seen)
+            text += JSON.string(entry.name).serialized() + #":{"status":"ok","changes":[],"cursor":"#
             text += JSON.string(cursor.encode(partition: entry.name, key: key)).serialized()
-            text += #","more":false,"changes":[]}"#
+            text += #","more":false}"#
         }
         return (Answer(body: Array((text + "}}").utf8), changed: false, positions: positions), nil)
     }
@@ -133,13 +142,15 @@ enum PullRoute {
         var changed: Bool
         /// Per partition answered `ok`: the seq up to which the caller now has every change.
         var positions: [String: Int64] = [:]
+        /// Per readable partition: its clock in the snapshot (none from an idle check).
+        var clocks: [String: Int64] = [:]
     }
 
     /// `primaryLSN`: where the primary stood when the pull began; a replica answers only once
     /// it has replayed that far (nil: the primary answers).
     ///
-    /// One round trip: the statuses, then per readable partition its page (before it, where
-    /// the page ends, for a page that streams: `PullAnswer`), each statement's rows read in
+    /// One round trip: the statuses, then per readable partition its page, one change more
+    /// than the limit (that row only tells there are more), each statement's rows read in
     /// place from libpq as they arrive (a change's JSON, rendered by PostgreSQL, is copied once).
     static func run(_ request: PullRequest, context: RequestContext, primaryLSN: String?, into out: PullOutput) throws -> Answer {
         let readable = request.partitions.compactMap { entry -> PullAnswer.Entry? in
@@ -150,31 +161,16 @@ enum PullRoute {
             if case .invalidPartition = entry.start { return entry.name }
             return nil
         }
-        // What each statement's rows are: 0 the statuses, then per partition (its index).
-        enum Rows { case statuses, pageEnd(Int), page(Int) }
-        var statements = [PullQuery.statuses(readable.map(\.name))]
-        var rows: [Rows] = [.statuses]
-        for (index, entry) in readable.enumerated() {
-            if entry.streams {
-                statements.append(PullQuery.pageEnd(of: entry.partition, after: entry.cursor, limit: request.limit))
-                rows.append(.pageEnd(index))
-            }
-            // One more than the limit when the page is held: that row tells there are more.
-            statements.append(PullQuery.changes(of: entry.partition, after: entry.cursor,
-                                                limit: entry.streams ? request.limit : request.limit + 1))
-            rows.append(.page(index))
-        }
+        // Statement 0: the statuses; statement n: the page of readable partition n - 1.
+        let statements = [PullQuery.statuses(readable.map(\.name))]
+            + readable.map { PullQuery.changes(of: $0.partition, after: $0.cursor, limit: request.limit + 1) }
         return try context.asAPICallerReading(replicaAfter: primaryLSN, snapshot: true) { tx, _ in
             // A retry (a replica's recovery conflict) starts the answer again, unless it has gone out.
             try out.restart()
             var answer = PullAnswer(readable: readable, invalid: invalid, limit: request.limit, key: context.app.secrets.cursorKey,
                                     out: out)
             _ = try tx.queries(statements, thenCommit: true, streaming: Set(statements.indices)) { statement, row in
-                switch rows[statement] {
-                case .statuses: answer.status(row)
-                case .pageEnd(let index): answer.pageEnd(index, row)
-                case .page(let index): answer.change(index, row)
-                }
+                if statement == 0 { answer.status(row) } else { answer.change(statement - 1, row) }
             }
             return answer.finish()
         }
@@ -228,20 +224,16 @@ final class PullOutput {
 
 /// A snapshot's answer, written as the rows of its statements arrive: `{"partitions":{...}}`
 /// with the invalid partitions first, then each readable one in order. A partition's entry
-/// holds its cursor and `more` before its changes, so its page can only stream when where
-/// it ends is known first (`PullQuery.pageEnd`, a statement of its own): the pages of pulls
-/// from the start or from within a page (a cursor that `more` gave) stream, those are the
-/// large ones; a page after a cursor that stood at a partition's end (a client catching up
-/// on what changed since) is held until its last row, as small pages are, and its end is
-/// told by the row past the limit, without the extra statement. A streaming entry is opened
-/// when its first change arrives, every entry before it then written whole.
+/// holds its changes before its cursor and `more` (`{"status":"ok","changes":[...],"cursor":
+/// ...,"more":...}`; JSON's key order means nothing to a reader), so that every page streams
+/// as its rows come, and where it ends is told by its last rows: the limit-th change's key is
+/// where the next page starts when a row past the limit follows. An entry is opened when its
+/// first change arrives (or the answer ends), every entry before it then closed.
 struct PullAnswer {
     struct Entry {
         let name: String
         let partition: Partition
         let cursor: Cursor
-        /// Whether the page streams (see above).
-        var streams: Bool { cursor == .start || cursor.collection != "~" }
     }
 
     private let readable: [Entry]
@@ -250,11 +242,8 @@ struct PullAnswer {
     private let key: [UInt8]
     private let out: PullOutput
     private var statuses: [String: (readable: Bool, seq: Int64, compacted: Int64)] = [:]
-    /// Per partition: where its page ends, as far as known: a key past the limit means more,
-    /// and then the last key at the limit is where the next page starts.
+    /// Per partition: the key of its limit-th change, and whether a change past it came.
     private var ends: [(last: (seq: Int64, collection: String, id: String)?, more: Bool)]
-    /// Per partition that does not stream: its changes so far, joined with commas.
-    private var held: [[UInt8]]
     /// Per partition: changes so far.
     private var counts: [Int]
     /// Per partition: whether its entry is open for changes (status `ok`, not closed yet).
@@ -271,7 +260,6 @@ struct PullAnswer {
         self.key = key
         self.out = out
         ends = readable.map { _ in (nil, false) }
-        held = readable.map { _ in [] }
         counts = readable.map { _ in 0 }
         accepting = readable.map { _ in false }
         changed = !invalid.isEmpty
@@ -282,29 +270,17 @@ struct PullAnswer {
         statuses[name] = (row[1] == "t", row[2].flatMap { Int64($0) } ?? 0, row[3].flatMap { Int64($0) } ?? 0)
     }
 
-    /// A row of `PullQuery.pageEnd`: the limit-th change's key, then one past it.
-    mutating func pageEnd(_ index: Int, _ row: RawRow) {
-        if ends[index].last == nil { ends[index].last = Self.key(of: row) } else { ends[index].more = true }
-    }
-
     mutating func change(_ index: Int, _ row: RawRow) {
-        let streams = readable[index].streams
-        if !streams {
-            // Held: the row past the limit only tells that there are more.
-            guard counts[index] < limit else {
-                ends[index].more = true
-                return
-            }
-            if counts[index] > 0 { held[index].append(UInt8(ascii: ",")) }
-            counts[index] += 1
-            _ = row.withBytes(3) { held[index].append(contentsOf: $0) }
-            if counts[index] == limit { ends[index].last = Self.key(of: row) }
-            return
-        }
         open(through: index)
         guard accepting[index] else { return }
+        // The row past the limit only tells that there are more.
+        guard counts[index] < limit else {
+            ends[index].more = true
+            return
+        }
         if counts[index] > 0 { out.append(UInt8(ascii: ",")) }
         counts[index] += 1
+        if counts[index] == limit { ends[index].last = Self.key(of: row) }
         _ = row.withBytes(3) { out.append($0) }
     }
 
@@ -312,7 +288,8 @@ struct PullAnswer {
     mutating func finish() -> PullRoute.Answer {
         open(through: readable.count)
         out.append("}}")
-        return PullRoute.Answer(changed: changed, positions: positions)
+        return PullRoute.Answer(changed: changed, positions: positions,
+                                clocks: statuses.compactMapValues { $0.readable ? $0.seq : nil })
     }
 
     private static func key(of row: RawRow) -> (seq: Int64, collection: String, id: String) {
@@ -339,15 +316,24 @@ struct PullAnswer {
         if index >= readable.count { close(opened - 1) }
     }
 
+    /// Ends an open entry: its cursor and `more`, now that its last row has come.
     private mutating func close(_ index: Int) {
         guard index >= 0, accepting[index] else { return }
         accepting[index] = false
         if counts[index] > 0 { changed = true }
-        out.append("]}")
+        let (name, cursor) = (readable[index].name, readable[index].cursor)
+        let status = statuses[name] ?? (readable: true, seq: 0, compacted: 0)
+        let more = ends[index].more
+        let next = PullPage.next(after: cursor, more: more, last: ends[index].last, clock: status.seq,
+                                 compacted: status.compacted)
+        // Inside a seq (a page ending amid a batch that shares it) only the one before is whole.
+        positions[name] = more ? next.seq - 1 : next.seq
+        out.append("],\"cursor\":")
+        out.append(JSON.string(next.encode(partition: name, key: key)).serializedBytes())
+        out.append(more ? ",\"more\":true}" : ",\"more\":false}")
     }
 
-    /// Partition `index`'s entry: whole when its status is not `ok`, else up to its changes
-    /// (with them when they were held).
+    /// Partition `index`'s entry: whole when its status is not `ok`, else up to its changes.
     private mutating func entry(_ index: Int) {
         let (name, cursor) = (readable[index].name, readable[index].cursor)
         out.append(JSON.string(name).serializedBytes())
@@ -357,21 +343,12 @@ struct PullAnswer {
             changed = true
             return
         }
-        let compacted = status.compacted
-        if PullPage.mustReset(cursor, compacted: compacted) {
+        if PullPage.mustReset(cursor, compacted: status.compacted) {
             out.append("{\"status\":\"reset\"}")
             changed = true
             return
         }
-        let more = ends[index].more
-        let next = PullPage.next(after: cursor, more: more, last: ends[index].last, clock: status.seq, compacted: compacted)
-        // Inside a seq (a page ending amid a batch that shares it) only the one before is whole.
-        positions[name] = more ? next.seq - 1 : next.seq
-        out.append("{\"status\":\"ok\",\"cursor\":")
-        out.append(JSON.string(next.encode(partition: name, key: key)).serializedBytes())
-        out.append(more ? ",\"more\":true,\"changes\":[" : ",\"more\":false,\"changes\":[")
-        out.append(held[index])
-        held[index] = []
+        out.append("{\"status\":\"ok\",\"changes\":[")
         accepting[index] = true
     }
 }

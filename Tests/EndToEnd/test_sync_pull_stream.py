@@ -82,9 +82,10 @@ def test_pages_that_end_amid_the_changes_say_more_and_go_on_from_there(filled):
     assert exact["more"] is False and exact["changes"] == rest["changes"] and exact["cursor"] == rest["cursor"]
 
 
-def test_a_caught_up_clients_pull_is_answered_whole_and_pages_the_same_way(filled):
-    # From a cursor at the partition's end the page is held until its last row (no extra
-    # statement for where it ends): it must say `more` and go on exactly as a streamed one.
+def test_a_caught_up_clients_pull_pages_the_same_way(filled):
+    # From a cursor at the partition's end (a pull after a change event: the worker may skip
+    # the idle check, ChangeHub.moved) the page must say `more` and go on exactly as one from
+    # the start, where it ends told by the row past the limit.
     officer, partition = filled
     whole, cursor, _ = paged(officer, partition, 10_000)
     updates = [change("update", "reports", partition, c["id"], {"draft": False}) for c in whole[:30]]
@@ -96,6 +97,44 @@ def test_a_caught_up_clients_pull_is_answered_whole_and_pages_the_same_way(fille
     assert at_once["more"] is False and len(at_once["changes"]) == 30
     assert first["changes"] + rest == at_once["changes"]
     assert end == at_once["cursor"]
+
+
+def test_each_entry_holds_its_changes_before_its_cursor(filled):
+    # Where a page ends is known only from its last rows: the changes stream out first.
+    officer, partition = filled
+    body = officer.pull_raw({partition: None, "nonsense": None}, limit=3).content
+    entry = body[body.index(json.dumps(partition).encode()):]
+    assert entry.index(b'"changes":[') < entry.index(b'"cursor":') < entry.index(b'"more":true}')
+    assert body.startswith(b'{"partitions":{"nonsense":{"status":"invalid"},')
+
+
+def test_a_pull_after_a_change_answers_it_and_an_idle_poll_after_it_none(filled):
+    # The worker that saw the partition's clock skips the idle check for a cursor behind it;
+    # a hint only: the answers are the snapshot's, whatever it knew.
+    officer, partition = filled
+    _, cursor, _ = paged(officer, partition, 10_000)
+    other = Client(new_user(agency=partition.split("=", 1)[1]))
+    doc_id = "r-after-" + uuid.uuid4().hex[:8]
+    assert other.push([change("insert", "reports", partition, doc_id, doc_for("reports", doc_id))])[0]["status"] == "applied"
+    for _ in range(4):  # both workers, at least once each in practice
+        after = officer.pull({partition: cursor})[partition]
+        assert [c["id"] for c in after["changes"]] == [doc_id] and after["more"] is False
+        idle = officer.pull({partition: after["cursor"]})[partition]
+        assert idle == {"status": "ok", "changes": [], "cursor": after["cursor"], "more": False}
+
+
+def test_a_revoked_token_is_refused_even_when_the_partition_moved(filled):
+    officer, partition = filled
+    agency = partition.split("=", 1)[1]
+    leaving = Client(new_user(agency=agency))
+    _, cursor, _ = paged(leaving, partition, 10_000)
+    doc_id = "r-revoked-" + uuid.uuid4().hex[:8]
+    assert officer.push([change("insert", "reports", partition, doc_id, doc_for("reports", doc_id))])[0]["status"] == "applied"
+    for _ in range(2):  # each worker learns the clock
+        assert leaving.pull({partition: cursor})[partition]["changes"]
+    assert leaving.post("/api/v1/auth/logout", {}).status_code == 204
+    for _ in range(4):
+        error_of(leaving.pull_raw({partition: cursor}), 401, "unauthenticated")
 
 
 def blocked_backend(relation):
