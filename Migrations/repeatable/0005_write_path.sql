@@ -203,8 +203,8 @@ begin
         execute format($sql$
             with w as (
                 insert into sync.%I as t (id, partition, doc, seq, updated_by)
-                select d.id, d.p, d.doc, app.tick(d.p), app.uid()
-                  from unnest($1, $2, $3) with ordinality as d(id, p, doc, n)
+                select d.id, d.p, d.doc, d.seq, app.uid()
+                  from unnest($1, $2, $3, app.ticks($2)) with ordinality as d(id, p, doc, seq, n)
                  order by d.n
                 on conflict (id) do nothing
                 returning t.id, t.version)

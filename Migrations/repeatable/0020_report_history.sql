@@ -32,31 +32,54 @@ $$;
 -- The canonical form an entry's hash covers: every field as `<byte length>:<bytes>\n`, in
 -- this order, so that no two different entries serialize alike. Timestamps in UTC with
 -- microseconds, `change` as PostgreSQL's jsonb text. HistoryChain.swift computes the same.
+-- One expression (concat skips a null field, as the string_agg over the fields it replaces
+-- did): PL/pgSQL evaluates it without starting a query, where the string_agg over unnest
+-- was a query per entry. Same bytes: compared on stored history (docs/performance.md).
+create or replace function app.history_field(f text) returns text
+language sql immutable parallel safe
+return octet_length(f) || ':' || f || E'\n';
+
 create or replace function app.history_canonical(
     prev_hash text, report_id text, partition text, seq bigint, version bigint, user_id uuid,
     device text, at timestamptz, op text, change jsonb) returns text
--- PL/pgSQL so that the query is planned once per connection: as an SQL function (a FROM
--- clause, so never inlined) it was parsed and planned at every history entry.
 language plpgsql stable as $$
 begin
-    return (select string_agg(octet_length(f) || ':' || f || E'\n', '' order by n)
-              from unnest(array['tideway-report-history-v1', prev_hash, report_id, partition, seq::text, version::text,
-                                coalesce(user_id::text, ''), device,
-                                to_char(at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), op,
-                                coalesce(change::text, 'null')]) with ordinality as t(f, n));
+    return concat(app.history_field('tideway-report-history-v1'), app.history_field(prev_hash),
+                  app.history_field(report_id), app.history_field(partition), app.history_field(seq::text),
+                  app.history_field(version::text), app.history_field(coalesce(user_id::text, '')),
+                  app.history_field(device),
+                  app.history_field(to_char(at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')),
+                  app.history_field(op), app.history_field(coalesce(change::text, 'null')));
 end
 $$;
 
+-- An entry's hash: hex SHA-256 of its canonical form (the one definition; the triggers and
+-- the import use it).
+create or replace function app.history_hash(
+    prev_hash text, report_id text, partition text, seq bigint, version bigint, user_id uuid,
+    device text, at timestamptz, op text, change jsonb) returns text
+language sql stable
+return encode(sha256(convert_to(app.history_canonical(prev_hash, report_id, partition, seq, version, user_id,
+                                                      device, at, op, change), 'UTF8')), 'hex');
+
+-- Who and from where an entry is written: the push's device (the worker sets
+-- tideway.device), "server" when none.
+create or replace function app.history_device() returns text
+language sql stable
+return coalesce(nullif(current_setting('tideway.device', true), ''), 'server');
+
+-- An update, or a write that brings a deleted report back: one entry per row (updates come
+-- one statement per document, app.apply_change).
 create or replace function app.record_report_history() returns trigger
 language plpgsql security definer set search_path = app, pg_temp as $$
 declare
     entry_op text;
     entry_change jsonb;
     previous text;
-    entry_device text := coalesce(nullif(current_setting('tideway.device', true), ''), 'server');
+    entry_device text := app.history_device();
     entry_at timestamptz := clock_timestamp();
 begin
-    if tg_op = 'INSERT' or old.deleted then
+    if old.deleted then
         entry_op := 'insert';
         entry_change := new.doc;
     elsif new.deleted then
@@ -68,17 +91,44 @@ begin
     -- The row lock on the report (held until commit) orders writers of one report, so
     -- the last entry read here stays the last one.
     select h.hash into previous from app.report_history h where h.report_id = new.id order by h.id desc limit 1;
+    previous := coalesce(previous, '');
     insert into app.report_history (report_id, partition, seq, version, user_id, device, at, op, change, prev_hash, hash)
     values (new.id, new.partition, new.seq, new.version, app.uid(), entry_device, entry_at, entry_op, entry_change,
-            coalesce(previous, ''),
-            encode(sha256(convert_to(app.history_canonical(coalesce(previous, ''), new.id, new.partition, new.seq,
-                new.version, app.uid(), entry_device, entry_at, entry_op, entry_change), 'UTF8')), 'hex'));
+            previous, app.history_hash(previous, new.id, new.partition, new.seq, new.version, app.uid(),
+                                       entry_device, entry_at, entry_op, entry_change));
+    return null;
+end
+$$;
+
+-- New reports: the entries of one INSERT statement in one INSERT (a push of 25 new reports
+-- is one statement, app.insert_documents), instead of a trigger call, a lookup and a
+-- one-row INSERT per report. The statement's reports share one `at` (the moment the entries
+-- are written) and one user and device. A new row's id may have history already (a report
+-- deleted by hand, or compacted, and pushed again; an imported one): the chain goes on
+-- from its last entry. Its row is new and uncommitted, so no other writer appends to that
+-- chain meanwhile (a concurrent insert of the same id waits on the unique index).
+create or replace function app.record_report_inserts() returns trigger
+language plpgsql security definer set search_path = app, pg_temp as $$
+declare
+    entry_device text := app.history_device();
+    entry_at timestamptz := clock_timestamp();
+    entry_user uuid := app.uid();
+begin
+    insert into app.report_history (report_id, partition, seq, version, user_id, device, at, op, change, prev_hash, hash)
+    select n.id, n.partition, n.seq, n.version, entry_user, entry_device, entry_at, 'insert', n.doc, l.prev,
+           app.history_hash(l.prev, n.id, n.partition, n.seq, n.version, entry_user, entry_device, entry_at,
+                            'insert', n.doc)
+      from new_reports n
+      cross join lateral (select coalesce((select h.hash from app.report_history h where h.report_id = n.id
+                                            order by h.id desc limit 1), '') as prev) l
+     order by n.seq;
     return null;
 end
 $$;
 
 create or replace trigger report_history_insert after insert on sync.reports
-    for each row execute function app.record_report_history();
+    referencing new table as new_reports
+    for each statement execute function app.record_report_inserts();
 create or replace trigger report_history_update after update on sync.reports
     for each row when (old.version is distinct from new.version or old.deleted is distinct from new.deleted)
     execute function app.record_report_history();

@@ -22,8 +22,7 @@ begin
     end if;
     for entry in select * from jsonb_array_elements(entries) loop
         entry_at := (entry ->> 'at')::timestamptz;
-        next_hash := encode(sha256(convert_to(app.history_canonical(previous, report, p, 0, 0, null, 'import',
-            entry_at, 'update', entry -> 'change'), 'UTF8')), 'hex');
+        next_hash := app.history_hash(previous, report, p, 0, 0, null, 'import', entry_at, 'update', entry -> 'change');
         insert into app.report_history (report_id, partition, seq, version, user_id, device, at, op, change, prev_hash, hash)
         values (report, p, 0, 0, null, 'import', entry_at, 'update', entry -> 'change', previous, next_hash);
         previous := next_hash;

@@ -7,7 +7,7 @@ import psycopg2.extras
 import pytest
 
 from conftest import admin_db, token, worker_db
-from patrol_support import as_caller, push_one, tideway
+from patrol_support import as_caller, push, push_one, tideway
 
 REPORT = {"timestamp": "2026-03-01T10:00:00Z", "draft": True,
           "vessel": {"name": "Aurora", "homePort": "Libreville", "nationality": "Gabon", "permitNumber": "G-1"}}
@@ -64,6 +64,35 @@ def test_a_whole_document_insert_of_an_existing_report_is_recorded_as_its_diff(o
     entries = history(rid)
     assert [e[1] for e in entries] == ["insert", "update"]
     assert entries[1][4] == {"draft": False, "vessel": None}
+
+
+def test_a_push_of_new_reports_writes_one_entry_each_and_goes_on_from_an_earlier_chain(officers):
+    """A push of new reports is one INSERT with one statement trigger (repeatable/0020): each
+    report still gets its own entry, numbered by its own clock value, and a report id that
+    has history already (deleted by hand, pushed again) links to its last entry."""
+    t1 = next(iter(officers.values()))
+    back = str(uuid.uuid4())
+    push_one(t1, "tablet-A", collection="reports", partition="agency=Gabon", id=back, op="insert", doc=REPORT)
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("delete from sync.reports where id = %s", (back,))
+    ids = [str(uuid.uuid4()) for _ in range(24)] + [back]
+    results = push(t1, [{"collection": "reports", "partition": "agency=Gabon", "id": i, "op": "insert",
+                         "doc": {**REPORT, "vessel": {**REPORT["vessel"], "name": f"Aurora {n}"}}}
+                        for n, i in enumerate(ids)], "tablet-B")
+    assert [r["status"] for r in results] == ["applied"] * 25
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("""select r.id, r.seq, h.seq, h.version, h.op, h.device, h.change #>> '{vessel,name}', h.prev_hash
+                         from sync.reports r join app.report_history h on h.report_id = r.id and h.seq = r.seq
+                        where r.id = any(%s) order by r.seq""", (ids,))
+        entries = cur.fetchall()
+    assert [e[0] for e in entries] == ids  # numbered in the push's order
+    assert all(e[1] == e[2] and e[3] == 1 and e[4] == "insert" and e[5] == "tablet-B" for e in entries)
+    assert [e[6] for e in entries] == [f"Aurora {n}" for n in range(25)]
+    assert len({e[1] for e in entries}) == 25
+    assert all(e[7] == "" for e in entries[:24])
+    first, again = history(back)
+    assert again[5] == first[6] != ""  # the chain goes on
+    assert tideway("verify-history").returncode == 0
 
 
 def test_verify_history_finds_a_tampered_row_and_names_it(officers):
