@@ -28,9 +28,14 @@ import writes_bench as wb  # noqa: E402
 
 
 def postgres_processes():
-    """CPU seconds so far of each live PostgreSQL process, by what it is (its title), and of
-    the exited ones (the postmaster's cutime + cstime)."""
+    """CPU seconds so far of each live PostgreSQL process, by what it is (its title; a
+    backend also by its application_name when it has one, so the event publisher's two
+    backends, `tideway events`, show apart from the workers'), and of the exited ones (the
+    postmaster's cutime + cstime)."""
     root = wb._read_pid(os.path.join(wb.STATE, "pg", "postmaster.pid"))
+    with psycopg2.connect(wb.ADMIN) as conn, conn.cursor() as cur:
+        cur.execute("select pid, application_name from pg_stat_activity where application_name <> ''")
+        names = dict(cur.fetchall())
     table = wb._processes()
     kinds = {"exited backends": table[root][2] / wb.TICK, "postmaster": table[root][1] / wb.TICK}
     for pid, (ppid, own, _) in table.items():
@@ -44,6 +49,8 @@ def postgres_processes():
         # "postgres: walwriter", "postgres: tideway_worker tideway [local] idle": backends by role.
         words = title.removeprefix("postgres: ").split()
         kind = "backend " + words[0] if len(words) > 2 else " ".join(words)
+        if pid in names and kind.startswith("backend "):
+            kind += f" ({names[pid]})"
         kinds[kind] = kinds.get(kind, 0) + own / wb.TICK
     return kinds
 

@@ -41,6 +41,27 @@ begin
 end
 $$;
 
+-- The first statement of the publisher's read of partition `p` (EventChanges.start), in
+-- its snapshot: the claims of a reader of `p` (app.claim_reader_of), whether it may read
+-- `p`, `p`'s clock and compaction horizon (as app.clocks gives them to that reader), and
+-- the revocations past id `handled` (their last id and their channels, comma-separated),
+-- which the publisher closes before it publishes what it read. One PL/pgSQL call, its
+-- statements planned once per connection, where the claims, the revocations (a SQL
+-- function planned at every call) and the pull's status statement were three statements
+-- (docs/performance.md, "The event publisher's read, fourth round").
+create or replace function app.start_event_read(p text, handled bigint,
+    out readable boolean, out seq bigint, out compacted_seq bigint, out revoked_through bigint, out revoked_channels text)
+language plpgsql volatile security definer set search_path = app, pg_temp as $$
+begin
+    readable := app.claim_reader_of(p);
+    if readable then
+        select c.seq, c.compacted_seq into seq, compacted_seq from app.partition_clocks c where c.partition = p;
+    end if;
+    select max(r.id), string_agg(r.channels, ',' order by r.id) into revoked_through, revoked_channels
+      from app.stream_revocations r where r.id > handled;
+end
+$$;
+
 -- The revocations the publisher has not handled yet (it handled every id up to `handled`).
 create or replace function app.stream_revocations_after(handled bigint) returns table (id bigint, channels text)
 language sql stable security definer set search_path = app, pg_temp as $$

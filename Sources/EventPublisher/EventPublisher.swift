@@ -164,10 +164,16 @@ public final class EventPublisher {
     func closeStreams(revokedIn rows: [Row]) throws {
         for row in rows {
             guard let id = row.int64("id"), let channels = row["channels"] else { continue }
-            if id > revocationsHandled {
-                try closeLoginChannels(channels.split(separator: ","))
-                revocationsHandled = id
-            }
+            try closeStreams(revokedThrough: id, channels: channels)
+        }
+    }
+
+    /// Closes `channels` (comma-separated), those of the revocations up to id `id`, unless
+    /// they were handled already, and remembers `id`.
+    func closeStreams(revokedThrough id: Int64, channels: String) throws {
+        if id > revocationsHandled {
+            try closeLoginChannels(channels.split(separator: ","))
+            revocationsHandled = id
         }
     }
 
@@ -188,21 +194,23 @@ public final class EventPublisher {
     func publishChange(_ partition: String) throws {
         guard carryBytes > 0, let parsed = Partition(partition) else { return publishThin(partition) }
         let since = published[partition]
-        let (clock, carried, revoked): (Int64, EventChanges.Carried?, [Row])
+        let (clock, carried, start): (Int64, EventChanges.Carried?, Row?)
         do {
             let connection = try readerConnection()
-            let revocations = Self.revocations(after: revocationsHandled)
-            (clock, carried, revoked) = try connection.transaction(snapshot: true, opening: [EventChanges.claimReader(of: partition), revocations]) { tx in
-                let read = try EventChanges.read(tx, partition: parsed, since: since, maxChanges: Self.maxCarriedChanges,
-                                                 maxBytes: carryBytes, key: cursorKey)
-                return (read.clock, read.carried, tx.openingResults.last?.rows ?? [])
+            (clock, carried, start) = try connection.transaction(
+                snapshot: true, opening: [EventChanges.start(of: partition, revocationsAfter: revocationsHandled)]
+            ) { tx in
+                try EventChanges.read(tx, partition: parsed, since: since, maxChanges: Self.maxCarriedChanges,
+                                      maxBytes: carryBytes, key: cursorKey)
             }
         } catch {
             Log.warning("events: cannot read \(partition)'s changes: \(error); publishing a thin event")
             reader = nil
             return publishThin(partition)
         }
-        try closeStreams(revokedIn: revoked)
+        if let start, let through = start.int64("revoked_through"), let channels = start["revoked_channels"] {
+            try closeStreams(revokedThrough: through, channels: channels)
+        }
         // Announced already: an earlier event carried this change (it read a later snapshot).
         if let since, clock <= since { return }
         if published.count >= Self.maxRemembered { published = [:] }
@@ -227,10 +235,16 @@ public final class EventPublisher {
         Counter(label: "tideway_events_carried_total").increment()
     }
 
-    /// The connection that reads what events carry, opened when first needed.
+    /// The connection that reads what events carry, opened when first needed. Its prepared
+    /// statements run their generic plans: PostgreSQL kept planning the read of an agency
+    /// partition's changes (a union of seven tables, every index of each opened by the
+    /// planner) anew at every event, a custom plan no better than the generic one (the same
+    /// range scan per collection), which was most of this connection's CPU
+    /// (docs/performance.md, "The event publisher's read, fourth round").
     func readerConnection() throws -> Connection {
         if let reader { return reader }
         let connection = try Connection(conninfo: conninfo)
+        try connection.execute("set plan_cache_mode = force_generic_plan")
         reader = connection
         return connection
     }

@@ -14,33 +14,38 @@ public enum EventChanges {
         public let changes: [String]
     }
 
-    /// The opening statement of the reading transaction: the claims of a reader of the
-    /// partition (app.claim_reader_of, repeatable/0082 says why any reader sees what every
-    /// subscriber sees).
-    public static func claimReader(of partition: String) -> SQL {
-        "select app.claim_reader_of(\(partition))"
+    /// The opening statement of the reading transaction (app.start_event_read): the claims
+    /// of a reader of the partition (app.claim_reader_of, repeatable/0082 says why any reader
+    /// sees what every subscriber sees), whether it may read it, its clock and compaction
+    /// horizon (the pull's status), and the stream revocations past id `handled`
+    /// (`revoked_through`, `revoked_channels`), all in the read's snapshot.
+    public static func start(of partition: String, revocationsAfter handled: Int64) -> SQL {
+        .reused("""
+        select readable, seq, compacted_seq, revoked_through, revoked_channels
+          from app.start_event_read(\(partition), \(handled))
+        """)
     }
 
-    /// Reads `partition` in `tx`, a snapshot opened with `claimReader(of:)`. `clock`: its
-    /// number now. `carried`: nil when the event must stay thin: no `since` (nothing
-    /// published yet), the reader may not read it, a compaction passed `since`, or more
-    /// than `maxChanges` changes or `maxBytes` bytes of them.
+    /// Reads `partition` in `tx`, a snapshot opened with `start(of:revocationsAfter:)`.
+    /// `clock`: its number now. `carried`: nil when the event must stay thin: no `since`
+    /// (nothing published yet), the reader may not read it, a compaction passed `since`, or
+    /// more than `maxChanges` changes or `maxBytes` bytes of them. `start`: the opening
+    /// statement's row (the revocations).
     public static func read(_ tx: Transaction, partition: Partition, since: Int64?, maxChanges: Int, maxBytes: Int,
-                            key: [UInt8]) throws -> (clock: Int64, carried: Carried?) {
+                            key: [UInt8]) throws -> (clock: Int64, carried: Carried?, start: Row?) {
         let name = partition.description
         let from = Cursor.after(since ?? 0)
-        let results = try tx.queries([PullQuery.statuses([name]), PullQuery.changes(of: partition, after: from, limit: maxChanges + 1)],
-                                     thenCommit: true)
-        let status = results[0].rows.first
+        let rows = try tx.query(PullQuery.changes(of: partition, after: from, limit: maxChanges + 1), thenCommit: true).rows
+        let status = tx.openingResults.last?.rows.first
         let clock = status?.int64("seq") ?? 0
         let compacted = status?.int64("compacted_seq") ?? 0
         // A cursor a client holds after pulling to number `since` (PullPage's `next`).
         let after = Cursor.after(since ?? 0, horizon: compacted)
         guard let since, status?.bool("readable") == true, compacted <= since,
-              let page = PullPage(status: status, rows: results[1].rows, after: after, limit: maxChanges), !page.more,
+              let page = PullPage(status: status, rows: rows, after: after, limit: maxChanges), !page.more,
               page.changes.reduce(0, { $0 + $1.utf8.count + 1 }) <= maxBytes
-        else { return (clock, nil) }
+        else { return (clock, nil, status) }
         return (clock, Carried(after: after.encode(partition: name, key: key), cursor: page.next.encode(partition: name, key: key),
-                               changes: page.changes))
+                               changes: page.changes), status)
     }
 }

@@ -116,6 +116,9 @@ struct Events: ParsableCommand {
             return bytes
         } ?? EventPublisher.defaultCarryBytes
         guard carry >= 0 else { throw ValidationError("--carry-bytes must be 0 or more") }
+        // Its PostgreSQL backends show as such in pg_stat_activity (and Bench/push_profile.py
+        // counts their CPU apart from the workers'); an operator's PGAPPNAME wins.
+        setenv("PGAPPNAME", "tideway events", 0)
         Metrics.startProcess(role: "events", config: Config())
         EventPublisher(conninfo: conninfo, publishSocket: path, recountEvery: recountEvery, carryBytes: carry).run()
     }
