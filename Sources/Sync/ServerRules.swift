@@ -26,4 +26,7 @@ enum ServerRules {
 struct Prepared {
     var document: JSON?
     var intents: [JSON] = []
+    /// `document` as it goes to PostgreSQL, once `WritePath.prepare` has checked it: made
+    /// once, its size checked on it (it was made three times per new document).
+    var serialized: String?
 }

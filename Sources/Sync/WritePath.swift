@@ -174,7 +174,7 @@ public enum WritePath {
                 case .success(let prepared):
                     // Intents rewrite the user's own document first: its version is the server's then.
                     let expected = change.op == .insert || !prepared.intents.isEmpty ? nil : stored?.version
-                    plan.write(change, document: prepared.document, intents: prepared.intents, expectedVersion: expected,
+                    plan.write(change, document: prepared.serialized, intents: prepared.intents, expectedVersion: expected,
                                isNew: stored == nil)
                     current[key] = StoredDocument(
                         partition: change.partition.description, doc: prepared.document, version: (stored?.version ?? 0) + 1)
@@ -218,10 +218,12 @@ public enum WritePath {
         case .failure(let violation):
             throw .invalid("\(change.collection.rawValue) \(violation.path): \(violation.message)", path: violation.path)
         }
-        if checked.serializedBytes().count > limits.documentBytes {
+        let serialized = checked.serialized()
+        if serialized.utf8.count > limits.documentBytes {
             throw ChangeRejection(code: .tooLarge, message: "the document is larger than \(limits.documentBytes) bytes", path: nil)
         }
         prepared.document = checked
+        prepared.serialized = serialized
         return prepared
     }
 

@@ -52,7 +52,8 @@ extension WritePath {
             }
         }
 
-        mutating func write(_ change: Change, document: JSON?, intents: [JSON], expectedVersion: Int64?, isNew: Bool) {
+        /// `document`: the serialized document to store (`Prepared.serialized`), nil for a delete.
+        mutating func write(_ change: Change, document: String?, intents: [JSON], expectedVersion: Int64?, isNew: Bool) {
             if !deviceSet {
                 // For the report history (0020): the push's clientId; without one the back
                 // office ("web"), unless the server's own job already named itself.
@@ -76,7 +77,7 @@ extension WritePath {
             group.changeIDs.append(change.changeID)
             group.ids.append(change.id)
             group.partitions.append(change.partition.description)
-            group.docs.append(document.serialized())
+            group.docs.append(document)
             newDocuments[change.collection] = group
         }
 
@@ -109,11 +110,11 @@ extension WritePath {
             return all
         }
 
-        static func applyChange(_ change: Change, document: JSON?, intents: [JSON], expectedVersion: Int64?, clientID: String?) -> SQL {
+        static func applyChange(_ change: Change, document: String?, intents: [JSON], expectedVersion: Int64?, clientID: String?) -> SQL {
             let intentText = intents.isEmpty ? nil : JSON.array(intents).serialized()
             return .reused("""
                 select app.apply_change(\(change.collection.rawValue), \(change.partition.description), \(change.id), \
-                \(change.op.rawValue), \(document?.serialized())::jsonb, \(clientID), \(change.changeID), \(expectedVersion), \
+                \(change.op.rawValue), \(document)::jsonb, \(clientID), \(change.changeID), \(expectedVersion), \
                 \(intentText)::jsonb)::text
                 """)
         }

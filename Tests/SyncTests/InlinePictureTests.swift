@@ -32,4 +32,23 @@ import Testing
             }
         }
     }
+
+    @Test func aRejectionNamesTheStringByItsJSONPointer() {
+        let long = JSON.string(String(repeating: "A", count: 20))
+        do {
+            try InlinePictures.checkStrings(of: change("reports", ["a/b": ["short", ["c~d": long]], "e": "f"]), limit: limit, documentLimit: 64)
+            Issue.record("expected a rejection")
+        } catch {
+            #expect(error.code == .invalid)
+            #expect(error.path == "/doc/a~1b/1/c~0d")
+        }
+        do {
+            try InlinePictures.checkStrings(of: change("photos", ["picture": .string(String(repeating: "A", count: 65))]),
+                                            limit: limit, documentLimit: 64)
+            Issue.record("expected a rejection")
+        } catch {
+            #expect(error.code == .tooLarge)
+            #expect(error.path == "/doc/picture")
+        }
+    }
 }
