@@ -3,16 +3,90 @@
 
 Streams subscribe to "<login channel>,<partition channels>" (as the workers' X-Accel-Redirect
 does), stay open a moment and close or are closed; meanwhile login channels are deleted
-(revocations, in batches of up to 50 as the publisher sends them), deleted again later (the
+(revocations, a few channels per DELETE; the publisher sends up to 50), deleted again later (the
 publisher's checkpoints), asked for their subscribers (the stream-count reconciler) and
 partition channels are published to. At the end: how many nginx workers died ("exited on
-signal" in the error log). Loopback only: streams to http://127.0.0.1:<port>, publications on
-the nginx publisher unix socket.
+signal" in the error log) and whether any request went unanswered (a hung worker). Loopback
+only. With --nginx-dir it starts its own nginx there first (Tideway's event locations from
+Deploy/nginx, copied below, with a stand-in for the workers' authorization) and stops it after:
 
-  python3 Bench/nchan_churn.py --url http://127.0.0.1:9182/api/events/ \
-      --publish-socket .state/repro/events-publish.sock --error-log .state/repro/logs/error.log \
-      --seconds 60 [--no-redelete] [--no-info] [--no-publish] [--redelete-empty-only]
+  python3 Bench/nchan_churn.py --nginx-dir .state/churn --nginx-workers 2 --port 9182 --seconds 60
+  python3 Bench/nchan_churn.py --url http://127.0.0.1:<port>/api/events/ \
+      --publish-socket <sock> --error-log <log>   # an nginx configured like NGINX_CONF
 """
+import os
+import subprocess
+
+NGINX_CONF = """load_module /usr/lib/nginx/modules/ngx_nchan_module.so;
+{user}
+worker_processes {workers};
+pid {dir}/nginx.pid;
+error_log {dir}/error.log;
+events {{ worker_connections 10000; }}
+http {{
+  access_log off;
+  client_body_temp_path {dir}/tmp; fastcgi_temp_path {dir}/tmp; proxy_temp_path {dir}/tmp;
+  uwsgi_temp_path {dir}/tmp; scgi_temp_path {dir}/tmp;
+  nchan_shared_memory_size 128m;
+  upstream authz {{ server unix:{dir}/authz.sock; keepalive 8; }}
+  server {{
+    listen 127.0.0.1:{port};
+    location ~ ^/api/events/(.*)$ {{ proxy_pass http://authz; proxy_http_version 1.1; proxy_set_header Connection ""; }}
+    location ~ "^/_events/((l[0-9a-f]{{32}})[0-9a-z,]*)$" {{
+      internal;
+      set $tideway_stream_login $2;
+      nchan_subscriber;
+      nchan_channel_group tideway;
+      nchan_channel_id $1;
+      nchan_channel_id_split_delimiter ",";
+      nchan_subscriber_first_message newest;
+      nchan_eventsource_ping_interval 25;
+      nchan_eventsource_ping_comment "keep-alive";
+      nchan_subscribe_request /_events_hook/subscribe;
+      nchan_unsubscribe_request /_events_hook/unsubscribe;
+    }}
+    location ^~ /_events_hook/ {{ internal; proxy_pass http://authz; proxy_http_version 1.1;
+      proxy_set_header Connection ""; proxy_set_header X-Chan $tideway_stream_login; proxy_ignore_client_abort on; }}
+  }}
+  # Stands for the workers: every subscription authorized, every hook answered.
+  server {{
+    listen unix:{dir}/authz.sock;
+    location ~ ^/api/events/(.*)$ {{ add_header X-Accel-Redirect /_events/$1; return 200; }}
+    location / {{ return 204; }}
+  }}
+  server {{
+    listen unix:{dir}/events-publish.sock;
+    location ~ ^/_publish/([0-9a-z,]+)$ {{
+      nchan_publisher;
+      nchan_channel_group tideway;
+      nchan_channel_id $1;
+      nchan_channel_id_split_delimiter ",";
+      nchan_message_buffer_length 64;
+      nchan_message_timeout 15m;
+    }}
+    location / {{ return 404; }}
+  }}
+}}
+"""
+
+
+def start_nginx(folder, workers, port):
+    folder = os.path.abspath(folder)
+    os.makedirs(os.path.join(folder, "tmp"), exist_ok=True)
+    conf = os.path.join(folder, "nginx.conf")
+    with open(conf, "w") as f:
+        f.write(NGINX_CONF.format(dir=folder, workers=workers, port=port,
+                                  user="user root;" if os.getuid() == 0 else ""))
+    error_log = os.path.join(folder, "error.log")
+    subprocess.run(["nginx", "-p", folder + "/", "-c", conf, "-e", error_log], check=True)
+    time.sleep(0.5)
+    return os.path.join(folder, "events-publish.sock"), error_log
+
+
+def stop_nginx(folder):
+    with open(os.path.join(folder, "nginx.pid")) as f:
+        os.kill(int(f.read()), 15)
+
 import argparse
 import asyncio
 import random
@@ -209,14 +283,17 @@ def deaths(error_log, offset):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--url", default="http://127.0.0.1:9182/api/events/")
-    p.add_argument("--publish-socket", required=True)
-    p.add_argument("--error-log", required=True)
+    p.add_argument("--publish-socket")
+    p.add_argument("--error-log")
+    p.add_argument("--nginx-dir", help="start an nginx of its own here (and stop it after)")
+    p.add_argument("--nginx-workers", type=int, default=2)
+    p.add_argument("--port", type=int, default=9182, help="with --nginx-dir: its loopback port")
     p.add_argument("--seconds", type=float, default=60)
     p.add_argument("--clients", type=int, default=200)
     p.add_argument("--partitions", type=int, default=20)
     p.add_argument("--mean-open", type=float, default=1.0, help="mean seconds a client keeps a stream")
     p.add_argument("--revoke-every", type=float, default=0.02, help="mean seconds between revocations")
-    p.add_argument("--batch", type=int, default=5, help="most login channels per DELETE")
+    p.add_argument("--batch", type=int, default=5, help="most login channels per DELETE (the publisher sends up to 50)")
     p.add_argument("--logins", type=int, default=0, help="clients share this many logins and always reconnect with theirs")
     p.add_argument("--same-login", type=float, default=0.3, help="chance a closed client reconnects with its login")
     p.add_argument("--checkpoint", type=float, default=5.0)
@@ -225,12 +302,19 @@ def main():
     p.add_argument("--no-info", action="store_true")
     p.add_argument("--no-publish", action="store_true")
     args = p.parse_args()
+    if args.nginx_dir:
+        args.url = f"http://127.0.0.1:{args.port}/api/events/"
+        args.publish_socket, args.error_log = start_nginx(args.nginx_dir, args.nginx_workers, args.port)
     m = re.match(r"http://([^:/]+):(\d+)(/.*)$", args.url)
     args.host, args.port, args.url_path = m.group(1), int(m.group(2)), m.group(3)
     with open(args.error_log, "rb") as f:
         offset = f.seek(0, 2)
     churn = Churn(args)
-    asyncio.run(churn.run())
+    try:
+        asyncio.run(churn.run())
+    finally:
+        if args.nginx_dir:
+            stop_nginx(args.nginx_dir)
     died, text = deaths(args.error_log, offset)
     ipc = sum("already subscribed channel" in line for line in text.splitlines())
     print(f"{churn.counts} ipc-already-subscribed={ipc} worker deaths={len(died)}")
