@@ -34,6 +34,7 @@
 #                    certificate, e.g. "IP:10.77.0.11"
 #   BLOB_ROOT        photo bytes ($STATE/blobs), a folder every node reaches
 #   NCHAN_REDIS      Redis URL for nchan (Deploy/render-nginx.sh)
+#   NGINX_WORKERS    nginx worker processes (1; see nginx_conf: more crash nchan 1.3.6)
 #   EVENTS_LEADER    set: `tideway events` runs only while it holds the PostgreSQL
 #                    advisory lock (Deploy/cluster/leader.sh), so one node publishes
 #   PG_LISTEN, PG_TRUST_NET  (pg-up) addresses PostgreSQL listens on, and a network
@@ -253,8 +254,10 @@ nginx_conf() {
         # nchan will carry /api/v1/sync/events.
         [[ ! -f $modules/ngx_nchan_module.so ]] || echo "load_module $modules/ngx_nchan_module.so;"
         [[ $(id -u) != 0 ]] || echo "user root; # see the header of Deploy/dev/stack.sh"
+        # One nginx worker: nchan 1.3.6 crashes workers when a deleted channel (a revoked
+        # login's) has subscribers in another worker (docs/operations.md, "nchan").
         cat <<CONF
-worker_processes auto;
+worker_processes ${NGINX_WORKERS:-1};
 # Change-event streams are long-lived connections: as many as this machine allows.
 worker_rlimit_nofile $(ulimit -Hn);
 pid $run/nginx.pid;
