@@ -35,8 +35,8 @@ enum PullQuery {
     ///
     /// Prepared once per connection: planning the union of a kind's
     /// collections was a quarter of PostgreSQL's CPU for a pull of 100 changes (pgbench
-    /// `-M prepared`, docs/performance.md); the generic plan PostgreSQL may settle on is the
-    /// same range scan per collection, and a full pull did not get slower with it.
+    /// `-M prepared`, docs/performance.md); its generic plan (`genericPlans`) is the same
+    /// range scan per collection, and a full pull did not get slower with it.
     static func changes(of partition: Partition, after cursor: Cursor, limit: Int) -> SQL {
         .reused("""
         select seq, coll, id,
