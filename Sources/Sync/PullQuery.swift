@@ -13,6 +13,15 @@ enum PullQuery {
         """)
     }
 
+    /// The pull's statements run their generic plans, in this transaction only (SET LOCAL:
+    /// the connection's other statements keep PostgreSQL's choice). PostgreSQL kept a custom
+    /// plan for `changes` at every call from a cursor near the partition's end (its estimate
+    /// of the generic plan's rows, a third of the partition, made that plan look costlier)
+    /// and planned the union of the kind's tables anew each time, ~0.2–0.45 ms; the generic
+    /// plan is the same range scan per table, no slower for 100 changes nor for 5,000
+    /// (docs/performance.md, "Generic plans for the pull").
+    static let genericPlans: SQL = "set local plan_cache_mode = force_generic_plan"
+
     /// Up to `limit` changes after `cursor`, in (seq, collection, id) order.
     ///
     /// Each change is rendered above the ORDER BY ... LIMIT, so that PostgreSQL sorts the
@@ -26,8 +35,8 @@ enum PullQuery {
     ///
     /// Prepared once per connection: planning the union of a kind's
     /// collections was a quarter of PostgreSQL's CPU for a pull of 100 changes (pgbench
-    /// `-M prepared`, docs/performance.md); the generic plan PostgreSQL may settle on is the
-    /// same range scan per collection, and a full pull did not get slower with it.
+    /// `-M prepared`, docs/performance.md); its generic plan (`genericPlans`) is the same
+    /// range scan per collection, and a full pull did not get slower with it.
     static func changes(of partition: Partition, after cursor: Cursor, limit: Int) -> SQL {
         .reused("""
         select seq, coll, id,

@@ -161,16 +161,16 @@ enum PullRoute {
             if case .invalidPartition = entry.start { return entry.name }
             return nil
         }
-        // Statement 0: the statuses; statement n: the page of readable partition n - 1.
-        let statements = [PullQuery.statuses(readable.map(\.name))]
+        // Statement 0: generic plans; 1: the statuses; statement n: the page of readable partition n - 2.
+        let statements = [PullQuery.genericPlans, PullQuery.statuses(readable.map(\.name))]
             + readable.map { PullQuery.changes(of: $0.partition, after: $0.cursor, limit: request.limit + 1) }
         return try context.asAPICallerReading(replicaAfter: primaryLSN, snapshot: true) { tx, _ in
             // A retry (a replica's recovery conflict) starts the answer again, unless it has gone out.
             try out.restart()
             var answer = PullAnswer(readable: readable, invalid: invalid, limit: request.limit, key: context.app.secrets.cursorKey,
                                     out: out)
-            _ = try tx.queries(statements, thenCommit: true, streaming: Set(statements.indices)) { statement, row in
-                if statement == 0 { answer.status(row) } else { answer.change(statement - 1, row) }
+            _ = try tx.queries(statements, thenCommit: true, streaming: Set(1..<statements.count)) { statement, row in
+                if statement == 1 { answer.status(row) } else if statement > 1 { answer.change(statement - 2, row) }
             }
             return answer.finish()
         }
