@@ -42,21 +42,20 @@ enum PullQuery {
         select seq, coll, id,
                '{"collection":"' || coll || '","id":' || to_json(id)::text ||
                case when deleted then ',"op":"delete"}' else ',"op":"upsert","doc":' || doc::text || '}' end as body
-          from (\(after(cursor, in: partition, more: "deleted, doc"))) changes
+          from (\(after(cursor, in: partition))) changes
          order by seq, coll collate "C", id collate "C"
          limit \(limit)
         """)
     }
 
-    /// One branch per collection of the partition's kind: `seq, coll, id` and the columns
-    /// `more`, of its changes after `cursor`.
-    private static func after(_ cursor: Cursor, in partition: Partition, more: String? = nil) -> SQL {
+    /// One branch per collection of the partition's kind: `seq, coll, id, deleted, doc` of
+    /// its changes after `cursor`.
+    private static func after(_ cursor: Cursor, in partition: Partition) -> SQL {
         let name = partition.description
         let branches = partition.kind.collections.map { collection -> SQL in
             let coll = collection.rawValue
-            let extra = more.map { ", " + $0 } ?? ""
             return """
-                select seq, \(unsafeSQL: "'\(coll)'") as coll, id\(unsafeSQL: extra)
+                select seq, \(unsafeSQL: "'\(coll)'") as coll, id, deleted, doc
                   from sync.\(unsafeSQL: collection.table)
                  where partition = \(name) and seq >= \(cursor.seq)
                    and (seq > \(cursor.seq) or \(cursor.collection) < \(unsafeSQL: "'\(coll)'") collate "C"
