@@ -198,7 +198,7 @@ public final class EventPublisher {
         do {
             let connection = try readerConnection()
             (clock, carried, start) = try connection.transaction(
-                snapshot: true, opening: [EventChanges.start(of: partition, revocationsAfter: revocationsHandled)]
+                snapshot: true, opening: EventChanges.opening(of: partition, revocationsAfter: revocationsHandled)
             ) { tx in
                 try EventChanges.read(tx, partition: parsed, since: since, maxChanges: Self.maxCarriedChanges,
                                       maxBytes: carryBytes, key: cursorKey)
@@ -235,16 +235,10 @@ public final class EventPublisher {
         Counter(label: "tideway_events_carried_total").increment()
     }
 
-    /// The connection that reads what events carry, opened when first needed. Its prepared
-    /// statements run their generic plans: PostgreSQL kept planning the read of an agency
-    /// partition's changes (a union of seven tables, every index of each opened by the
-    /// planner) anew at every event, a custom plan no better than the generic one (the same
-    /// range scan per collection), which was most of this connection's CPU
-    /// (docs/performance.md, "The event publisher's read, fourth round").
+    /// The connection that reads what events carry, opened when first needed.
     func readerConnection() throws -> Connection {
         if let reader { return reader }
         let connection = try Connection(conninfo: conninfo)
-        try connection.execute("set plan_cache_mode = force_generic_plan")
         reader = connection
         return connection
     }

@@ -14,19 +14,29 @@ public enum EventChanges {
         public let changes: [String]
     }
 
-    /// The opening statement of the reading transaction (app.start_event_read): the claims
+    /// The opening statements of the reading transaction (app.start_event_read): the claims
     /// of a reader of the partition (app.claim_reader_of, repeatable/0082 says why any reader
     /// sees what every subscriber sees), whether it may read it, its clock and compaction
     /// horizon (the pull's status), and the stream revocations past id `handled`
     /// (`revoked_through`, `revoked_channels`), all in the read's snapshot.
-    public static func start(of partition: String, revocationsAfter handled: Int64) -> SQL {
+    ///
+    /// Opened with the pull's generic plans (`PullQuery.genericPlans`): PostgreSQL kept
+    /// planning the read of an agency partition's changes (a union of seven tables, every
+    /// index of each opened by the planner) anew at every event, which was most of the
+    /// publisher's PostgreSQL CPU (docs/performance.md, "The event publisher's read, fourth
+    /// round").
+    public static func opening(of partition: String, revocationsAfter handled: Int64) -> [SQL] {
+        [PullQuery.genericPlans, start(of: partition, revocationsAfter: handled)]
+    }
+
+    static func start(of partition: String, revocationsAfter handled: Int64) -> SQL {
         .reused("""
         select readable, seq, compacted_seq, revoked_through, revoked_channels
           from app.start_event_read(\(partition), \(handled))
         """)
     }
 
-    /// Reads `partition` in `tx`, a snapshot opened with `start(of:revocationsAfter:)`.
+    /// Reads `partition` in `tx`, a snapshot opened with `opening(of:revocationsAfter:)`.
     /// `clock`: its number now. `carried`: nil when the event must stay thin: no `since`
     /// (nothing published yet), the reader may not read it, a compaction passed `since`, or
     /// more than `maxChanges` changes or `maxBytes` bytes of them. `start`: the opening

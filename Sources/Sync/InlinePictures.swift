@@ -57,9 +57,9 @@ enum InlinePictures {
         }
     }
 
-    /// The JSON Pointer (RFC 6901) of `path`: each key with `~` and `/` escaped.
+    /// The JSON Pointer (RFC 6901) of `path`.
     static func pointer(_ path: [String]) -> String {
-        path.map { "/" + $0.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1") }.joined()
+        JSONPointer(path).description
     }
 }
 
