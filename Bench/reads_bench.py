@@ -10,6 +10,7 @@ import base64
 import json
 import os
 import re
+import resource
 import select
 import socket
 import ssl
@@ -243,15 +244,17 @@ def wrk(url, script=None, seconds=5, connections=32):
     args = ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency"]
     if script:
         args += ["-s", script]
+    client = resource.getrusage(resource.RUSAGE_CHILDREN)
     with Meter() as m:
         out = subprocess.run(args + [url], capture_output=True, text=True, check=True).stdout
+    client = [a - b for a, b in zip(resource.getrusage(resource.RUSAGE_CHILDREN)[:2], client[:2])]
     done = int(re.search(r"(\d+) requests in", out).group(1))
     rps = float(re.search(r"Requests/sec:\s+([0-9.]+)", out).group(1))
     p99 = re.search(r"99%\s+([0-9.]+)(us|ms|s)", out)
     p99_ms = float(p99.group(1)) * {"us": 0.001, "ms": 1, "s": 1000}[p99.group(2)]
     bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     return dict(rps=rps, p99=p99_ms, bad=int(bad.group(1)) if bad else 0, cpu=m.total / max(done, 1),
-                parts=tuple(p / max(done, 1) for p in m.parts))
+                parts=tuple(p / max(done, 1) for p in m.parts), client=sum(client) / max(done, 1))
 
 
 def current(api, cursor):
@@ -476,6 +479,7 @@ def bench_blob(api):
         os.unlink(static_path)
     return dict(static=med(s["rps"] for s in statics), down=med(d["rps"] for d in downs),
                 static_cpu=med(s["cpu"] for s in statics), down_cpu=med(d["cpu"] for d in downs),
+                static_client=med(s["client"] for s in statics), down_client=med(d["client"] for d in downs),
                 down_parts=tuple(med(d["parts"][i] for d in downs) for i in range(3)),
                 bad=sum(d["bad"] for d in downs) + sum(s["bad"] for s in statics), rounds=downs, static_rounds=statics)
 
@@ -516,7 +520,7 @@ def main():
         for d, st in zip(blob["rounds"], blob["static_rounds"]):
             print(f"round: static {st['rps']:.0f}/s CPU {st['cpu'] * 1000:.3f} ms | download {d['rps']:.0f}/s "
                   f"CPU {d['cpu'] * 1000:.3f} ms ({' / '.join(f'{p * 1000:.3f}' for p in d['parts'])}) | "
-                  f"{100 * d['rps'] / st['rps']:.0f}%")
+                  f"{100 * d['rps'] / st['rps']:.0f}% | wrk's own CPU {st['client'] * 1000:.3f} / {d['client'] * 1000:.3f} ms")
     memory = run("memory", bench_memory, cursor)
 
     def aim(ok):
@@ -572,6 +576,12 @@ def main():
              f"{100 * blob['down'] / blob['static']:.0f}%", f">= 90% {aim(blob['down'] >= 0.9 * blob['static'])}"
              + (f" ({blob['bad']} errors)" if blob["bad"] else "")),
             (f"  its CPU: workers / nginx / PostgreSQL", " / ".join(ms(p) for p in blob["down_parts"]), "", "", ""),
+            # Server and client share the machine's cores, so on a machine nothing else loads the
+            # rate ratio tends to the ratio of machine CPU per request; this one moves far less
+            # with other load than the rates do (docs/performance.md, "Blobs, fifth round").
+            (f"  machine CPU (server + wrk) per request", f"{ms(blob['down_cpu'] + blob['down_client'])}",
+             f"{ms(blob['static_cpu'] + blob['static_client'])}",
+             f"{100 * (blob['static_cpu'] + blob['static_client']) / (blob['down_cpu'] + blob['down_client']):.0f}%", ""),
         ]
     print()
     print(f"{'path':44} | {'Tideway':44} | {'limit (same run)':36} | {'ratio':20} | aim")
