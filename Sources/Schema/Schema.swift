@@ -80,7 +80,8 @@ public struct CollectionSchema: Sendable {
 
     /// The document as it should be stored (statuses and colours normalized), or the first violation.
     public func validate(_ document: JSON) throws(SchemaViolation) -> JSON {
-        let validated = try SchemaValidator.check(document, against: .object(fields), at: JSONPointer()) ?? document
+        var path = JSONPointer()
+        let validated = try SchemaValidator.check(document, against: .object(fields), at: &path) ?? document
         let object = validated.objectValue ?? [:]
         for rule in rules {
             if let violation = rule(object) { throw violation }

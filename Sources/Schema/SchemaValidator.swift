@@ -3,8 +3,13 @@ import TidewayJSON
 /// Walks a value and its schema together. Returns nil when the value is valid as it is, or the
 /// normalized replacement, so that the common case (nothing to normalize) rebuilds nothing.
 /// Stops at the first violation: one precise path helps a client more than a list of consequences.
+///
+/// `path` is the pointer to `value`, grown and shrunk in place as the walk goes down and up. A
+/// new pointer per field, the keys and fields sorted per object and two lookups per key were
+/// most of validating a pushed report (docs/performance.md, "The worker's CPU per pushed
+/// document"); sorting is now for invalid objects only.
 enum SchemaValidator {
-    static func check(_ value: JSON, against schema: Schema, at path: JSONPointer) throws(SchemaViolation) -> JSON? {
+    static func check(_ value: JSON, against schema: Schema, at path: inout JSONPointer) throws(SchemaViolation) -> JSON? {
         switch schema {
         case .string:
             _ = try expectString(value, at: path)
@@ -43,9 +48,9 @@ enum SchemaValidator {
             let text = try expectString(value, at: path)
             return try checkHexColor(text, at: path)
         case .array(let elementSchema):
-            return try checkArray(value, of: elementSchema, at: path)
+            return try checkArray(value, of: elementSchema, at: &path)
         case .object(let fields):
-            return try checkObject(value, fields: fields, at: path)
+            return try checkObject(value, fields: fields, at: &path)
         case .lonLat:
             try checkLonLat(value, at: path)
         case .ring:
@@ -56,22 +61,57 @@ enum SchemaValidator {
 
     // MARK: Containers
 
-    private static func checkObject(_ value: JSON, fields: [String: Schema.Field], at path: JSONPointer) throws(SchemaViolation) -> JSON? {
+    /// A valid object costs one lookup per key it has; an invalid one is walked again in key
+    /// order (`checkInOrder`), which finds the violation to report.
+    private static func checkObject(_ value: JSON, fields: [String: Schema.Field], at path: inout JSONPointer) throws(SchemaViolation) -> JSON? {
         guard case .object(let object) = value else { throw mismatch("object", value, at: path) }
-        // Sorted so that the violation reported for a document with several problems never varies.
+        var normalized: [String: JSON]? = nil
+        var requiredPresent = 0
+        var valid = true
+        for (key, fieldValue) in object {
+            guard let field = fields[key] else {
+                valid = false
+                break
+            }
+            if field.isRequired { requiredPresent += 1 }
+            // Realm-based clients write null for an optional value they do not have.
+            if case .null = fieldValue, !field.isRequired { continue }
+            path.append(key)
+            defer { path.removeLast() }
+            do throws(SchemaViolation) {
+                if let replacement = try check(fieldValue, against: field.schema, at: &path) {
+                    if normalized == nil { normalized = object }
+                    normalized![key] = replacement
+                }
+            } catch {
+                valid = false
+                break
+            }
+        }
+        if valid && requiredPresent == fields.values.count(where: \.isRequired) {
+            return normalized.map(JSON.object)
+        }
+        return try checkInOrder(object, fields: fields, at: &path)
+    }
+
+    /// Keys and fields in sorted order, so that the violation reported for a document with
+    /// several problems never varies.
+    private static func checkInOrder(_ object: [String: JSON], fields: [String: Schema.Field], at path: inout JSONPointer)
+        throws(SchemaViolation) -> JSON?
+    {
         for key in object.keys.sorted() where fields[key] == nil {
             throw SchemaViolation(at: path.appending(key), "unknown field")
         }
         var normalized: [String: JSON]? = nil
         for (key, field) in fields.sorted(by: { $0.key < $1.key }) {
-            let fieldPath = path.appending(key)
             guard let fieldValue = object[key] else {
-                if field.isRequired { throw SchemaViolation(at: fieldPath, "required field missing") }
+                if field.isRequired { throw SchemaViolation(at: path.appending(key), "required field missing") }
                 continue
             }
-            // Realm-based clients write null for an optional value they do not have.
             if fieldValue == .null && !field.isRequired { continue }
-            if let replacement = try check(fieldValue, against: field.schema, at: fieldPath) {
+            path.append(key)
+            defer { path.removeLast() }
+            if let replacement = try check(fieldValue, against: field.schema, at: &path) {
                 if normalized == nil { normalized = object }
                 normalized![key] = replacement
             }
@@ -79,11 +119,13 @@ enum SchemaValidator {
         return normalized.map(JSON.object)
     }
 
-    private static func checkArray(_ value: JSON, of elementSchema: Schema, at path: JSONPointer) throws(SchemaViolation) -> JSON? {
+    private static func checkArray(_ value: JSON, of elementSchema: Schema, at path: inout JSONPointer) throws(SchemaViolation) -> JSON? {
         guard case .array(let elements) = value else { throw mismatch("array", value, at: path) }
         var normalized: [JSON]? = nil
         for (index, element) in elements.enumerated() {
-            if let replacement = try check(element, against: elementSchema, at: path.appending(index: index)) {
+            path.append(index: index)
+            defer { path.removeLast() }
+            if let replacement = try check(element, against: elementSchema, at: &path) {
                 if normalized == nil { normalized = elements }
                 normalized![index] = replacement
             }

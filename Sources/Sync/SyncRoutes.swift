@@ -85,11 +85,22 @@ enum PushRoute {
             try WritePath.apply(inputs, clientID: clientID, device: device, caller: caller, in: tx, limits: writeLimits, commit: true)
         }
         service.presence.touch(context)
+        // One counter per outcome rather than per change: making a Counter looks it up in
+        // the metrics factory under a lock.
+        var outcomes: [Outcome: Int] = [:]
         for result in results {
-            let outcome = result["status"]?.stringValue ?? "unknown"
-            let code = result["error"]?["code"]?.stringValue ?? ""
-            Counter(label: "tideway_push_changes_total", dimensions: [("outcome", outcome), ("code", code)]).increment()
+            outcomes[Outcome(status: result["status"]?.stringValue ?? "unknown", code: result["error"]?["code"]?.stringValue ?? ""),
+                     default: 0] += 1
+        }
+        for (outcome, count) in outcomes {
+            Counter(label: "tideway_push_changes_total", dimensions: [("outcome", outcome.status), ("code", outcome.code)])
+                .increment(by: count)
         }
         return .json(["results": .array(results)], headers: [("Cache-Control", "no-store")])
+    }
+
+    private struct Outcome: Hashable {
+        let status: String
+        let code: String
     }
 }

@@ -30,6 +30,11 @@ public struct JSONPointer: Sendable, Hashable, CustomStringConvertible {
         appending(String(index))
     }
 
+    /// In place, for a walk that goes down and back up a document (schema validation).
+    public mutating func append(_ key: String) { segments.append(key) }
+    public mutating func append(index: Int) { segments.append(String(index)) }
+    public mutating func removeLast() { segments.removeLast() }
+
     public var description: String {
         segments.map { "/" + Self.escape($0) }.joined()
     }

@@ -80,6 +80,24 @@ import Testing
         }
     }
 
+    /// Valid objects are walked in any order; a document with several problems still gets
+    /// the first in key order, whichever the walk met first.
+    @Test func severalViolationsGiveTheFirstInKeyOrder() {
+        func edited(_ edits: [(String, JSON?)]) -> JSON {
+            edits.reduce(report) { $0.setting(JSONPointer(parsing: $1.0)!, to: $1.1) }
+        }
+        let cases: [(JSON, String, String)] = [
+            (edited([("/vessel/name", 5), ("/draft", 3)]), "/draft", "expected boolean, got number"),
+            (edited([("/vessel/name", 5), ("/crew/1/license", nil)]), "/crew/1/license", "required field missing"),
+            (edited([("/vessel/zzz", 1), ("/vessel/aaa", 1), ("/vessel/name", 5)]), "/vessel/aaa", "unknown field"),
+            (edited([("/inspection/actualCatch/1/number", -1), ("/inspection/actualCatch/0/number", 1.5)]),
+             "/inspection/actualCatch/0/number", "expected integer, got fractional number"),
+        ]
+        for (document, path, message) in cases {
+            #expect(violation("reports", document) == SchemaViolation(path: path, message: message))
+        }
+    }
+
     @Test func emptyAmberReasonAndIntegralCountsAreAccepted() throws {
         let green = report.applyingMergePatch(["inspection": ["summary": ["safetyLevel": ["level": "Green", "amberReason": ""]]]])
         #expect(try validate("reports", green).get() == green)

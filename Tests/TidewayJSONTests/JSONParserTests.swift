@@ -95,6 +95,27 @@ import Testing
         }
     }
 
+    /// The fields are gathered and the object made at its end: a repeated key is still the
+    /// error, the first in the text, even when a later error stops the object.
+    @Test func aRepeatedKeyIsTheFirstErrorInTheText() throws {
+        #expect(throws: JSONParseError(.syntax, "duplicate object key \"a\"", at: 7)) {
+            try JSON(parsing: #"{"a":1,"a":2,"b":[}"#)
+        }
+        // A value is parsed before its key is checked, as it always was: the inner repeat.
+        #expect(throws: JSONParseError(.syntax, "duplicate object key \"x\"", at: 18)) {
+            try JSON(parsing: #"{"a":1,"a":{"x":1,"x":2}}"#)
+        }
+        #expect(throws: JSONParseError(.syntax, "duplicate object key \"x\"", at: 18)) {
+            try JSON(parsing: #"{"a":1,"b":{"x":1,"x":2},"a":3}"#)
+        }
+        // A value that does not parse is the error: its key was never added.
+        #expect(throws: JSONParseError(.syntax, "unexpected '1' where ':' was expected", at: 16)) {
+            try JSON(parsing: #"{"a":1,"a":{"b" 1}}"#)
+        }
+        #expect(try JSON(parsing: #"{"a":{"a":{"a":1}},"b":[{"a":2},{"a":3}]}"#)
+                == ["a": ["a": ["a": 1]], "b": [["a": 2], ["a": 3]]])
+    }
+
     @Test func depth32IsAcceptedAnd33Refused() throws {
         func nested(_ depth: Int) -> String { String(repeating: "[", count: depth) + String(repeating: "]", count: depth) }
         #expect(throws: Never.self) { try JSON(parsing: nested(32)) }
