@@ -7,11 +7,11 @@ public enum Log {
     public static func warning(_ message: String, requestID: String = "") { emit("warning", message, requestID) }
     public static func error(_ message: String, requestID: String = "") { emit("error", message, requestID) }
 
-    /// One line written as given (a JSON object: the request log of `App.handle`).
-    public static func line(_ text: String) {
-        let line = text + "\n"
-        line.utf8CString.withUnsafeBufferPointer { buffer in
-            _ = Foundation.write(2, buffer.baseAddress, buffer.count - 1)
+    /// One line written as given, its newline included (a JSON object: the request log of
+    /// `App.handle`, written from the bytes it was made in: no copy into a String and back).
+    public static func line(_ bytes: [UInt8]) {
+        bytes.withUnsafeBufferPointer { buffer in
+            _ = Foundation.write(2, buffer.baseAddress, buffer.count)
         }
     }
 

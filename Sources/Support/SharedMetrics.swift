@@ -23,8 +23,9 @@ import Synchronization
 /// machines Tideway runs on): a gauge's Double, a counter's Int64 in units of `scale(of:)`
 /// (1, or 1e-9 for seconds). Counters are integers so that sums over processes are exact
 /// whatever their order: a float sum regrouped when a dead process is retired could come
-/// out 1 ulp lower, and Prometheus would take that for a reset. Only the owning process writes a file,
-/// under its own mutex; a slot's key is written before the used count that publishes it.
+/// out 1 ulp lower, and Prometheus would take that for a reset. Only the owning process writes a file:
+/// its slots are made under its own mutex, a slot's key written before the used count that
+/// publishes it; counters are added to atomically, gauges set under the mutex.
 public final class SharedMetrics: @unchecked Sendable {
     public enum Kind: UInt8, Sendable {
         /// Summed over every process that ever ran (a total).
@@ -42,7 +43,7 @@ public final class SharedMetrics: @unchecked Sendable {
 
     /// The process's store; recording before `start` (unit tests, one-shot commands) goes
     /// to a private in-memory one.
-    nonisolated(unsafe) private static var current = try! SharedMetrics(file: nil)
+    nonisolated(unsafe) private(set) static var current = try! SharedMetrics(file: nil)
 
     /// Opens this process's file in `directory` (made if missing) and folds dead processes'
     /// files into the retired totals. Call once, before any thread records.
@@ -99,6 +100,42 @@ public final class SharedMetrics: @unchecked Sendable {
     static func observe(series: String, sumScale: Double, _ name: String, _ labels: [(String, String)], _ value: Double,
                         buckets: [Double]) {
         current.observe(series: series, sumUnits: units(value, scale: sumScale), name, labels, value, buckets: buckets)
+    }
+
+    /// Where a counter series, or a histogram's series, live in one store: found once by the
+    /// handler that keeps it (swift-metrics' handlers), so that recording is atomic adds into
+    /// the mapping, without the store's lock or a lookup of the key (under 32 threads that
+    /// lock, contended, and the keys' hashing were most of a request's recording).
+    struct Place: @unchecked Sendable {
+        let store: SharedMetrics
+        /// A counter's slot; a histogram's bucket slots, then `+Inf`, `_sum`, `_count`.
+        let indices: [Int]
+
+        /// Still the process's store (`start` replaces the in-memory one the process began with).
+        var isCurrent: Bool { store === SharedMetrics.current }
+    }
+
+    /// The place of a counter series in the process's store, made now; nil when it is full.
+    static func counterPlace(key: String) -> Place? {
+        let store = current
+        return store.slots.withLock { store.slot(key, .counter, in: &$0) }.map { Place(store: store, indices: [$0]) }
+    }
+
+    /// The place of a histogram's series in the process's store, made now; nil when it is full.
+    static func histogramPlace(series: String, _ name: String, _ labels: [(String, String)], buckets: [Double]) -> Place? {
+        let store = current
+        return store.slots.withLock { store.histogram(series, name, labels, buckets: buckets, in: &$0) }
+            .map { Place(store: store, indices: $0) }
+    }
+
+    /// Adds to the counter at `place` (the process's store: see `Place.isCurrent`).
+    static func add(at place: Place, units: Int64) {
+        place.store.add(units: units, at: place.indices[0])
+    }
+
+    /// One observation of the histogram at `place` (the process's store: see `Place.isCurrent`).
+    static func observe(at place: Place, sumUnits: Int64, _ value: Double, buckets: [Double]) {
+        place.store.record(value, sumUnits: sumUnits, buckets: buckets, at: place.indices)
     }
 
     /// The series key: `name{a="x",b="y"}`, label values escaped as the text format says.
@@ -193,12 +230,14 @@ public final class SharedMetrics: @unchecked Sendable {
         }
     }
 
-    /// Adds `units` to a counter slot (an Int64). Under `slots`' lock.
+    /// Adds `units` to a counter slot (an Int64): one atomic add, so no lock is needed (only
+    /// this process writes its file; its threads add at once).
     private func add(units: Int64, at index: Int) {
-        atomicStore(value(at: index), UInt64(bitPattern: Int64(bitPattern: atomicLoad(value(at: index))) &+ units))
+        value(at: index).assumingMemoryBound(to: Atomic<UInt64>.self).pointee
+            .wrappingAdd(UInt64(bitPattern: units), ordering: .relaxed)
     }
 
-    private static func units(_ amount: Double, scale: Double) -> Int64 {
+    static func units(_ amount: Double, scale: Double) -> Int64 {
         Int64(max(0, (amount * scale).rounded()))
     }
 
@@ -207,10 +246,8 @@ public final class SharedMetrics: @unchecked Sendable {
     }
 
     func addCounter(_ key: String, units: Int64) {
-        slots.withLock { slots in
-            guard let index = slot(key, .counter, in: &slots) else { return }
-            add(units: units, at: index)
-        }
+        guard let index = slots.withLock({ slot(key, .counter, in: &$0) }) else { return }
+        add(units: units, at: index)
     }
 
     /// One lock and no string work per observation once the series' slots exist: a request
@@ -222,23 +259,32 @@ public final class SharedMetrics: @unchecked Sendable {
 
     func observe(series: String, sumUnits: Int64, _ name: String, _ labels: [(String, String)], _ value: Double,
                  buckets: [Double]) {
-        slots.withLock { slots in
-            var indices = slots.histograms[series] ?? []
-            if indices.isEmpty {
-                let bounds = buckets.map(Self.format) + ["+Inf"]
-                var keys = bounds.map { Self.key(name + "_bucket", labels + [("le", $0)]) }
-                keys += [Self.key(name + "_sum", labels), Self.key(name + "_count", labels)]
-                for key in keys {
-                    guard let index = slot(key, .counter, in: &slots) else { return }
-                    indices.append(index)
-                }
-                slots.histograms[series] = indices
-            }
-            for (n, bound) in buckets.enumerated() where value <= bound { add(units: 1, at: indices[n]) }
-            add(units: 1, at: indices[buckets.count])
-            add(units: sumUnits, at: indices[buckets.count + 1])
-            add(units: 1, at: indices[buckets.count + 2])
+        guard let indices = slots.withLock({ histogram(series, name, labels, buckets: buckets, in: &$0) }) else { return }
+        record(value, sumUnits: sumUnits, buckets: buckets, at: indices)
+    }
+
+    /// A histogram's slots (each bucket, `+Inf`, `_sum`, `_count`), made on first use; nil
+    /// when the store is full. Under `slots`' lock.
+    private func histogram(_ series: String, _ name: String, _ labels: [(String, String)], buckets: [Double],
+                           in slots: inout Slots) -> [Int]? {
+        if let known = slots.histograms[series] { return known }
+        let bounds = buckets.map(Self.format) + ["+Inf"]
+        var keys = bounds.map { Self.key(name + "_bucket", labels + [("le", $0)]) }
+        keys += [Self.key(name + "_sum", labels), Self.key(name + "_count", labels)]
+        var indices: [Int] = []
+        for key in keys {
+            guard let index = slot(key, .counter, in: &slots) else { return nil }
+            indices.append(index)
         }
+        slots.histograms[series] = indices
+        return indices
+    }
+
+    private func record(_ value: Double, sumUnits: Int64, buckets: [Double], at indices: [Int]) {
+        for (n, bound) in buckets.enumerated() where value <= bound { add(units: 1, at: indices[n]) }
+        add(units: 1, at: indices[buckets.count])
+        add(units: sumUnits, at: indices[buckets.count + 1])
+        add(units: 1, at: indices[buckets.count + 2])
     }
 
     // MARK: - Reading and merging

@@ -52,13 +52,24 @@ public struct SharedMetricsFactory: MetricsFactory {
     final class CounterSeries: CounterHandler, FloatingPointCounterHandler {
         let key: String
         let scale: Double
+        /// Its slot, made now: an increment is one atomic add (see `SharedMetrics.Place`).
+        let place: SharedMetrics.Place?
         init(_ key: String) {
             self.key = key
             scale = SharedMetrics.scale(of: key)
+            place = SharedMetrics.counterPlace(key: key)
         }
 
-        func increment(by amount: Int64) { SharedMetrics.add(key: key, scale: scale, Double(amount)) }
-        func increment(by amount: Double) { SharedMetrics.add(key: key, scale: scale, amount) }
+        func increment(by amount: Int64) { add(Double(amount)) }
+        func increment(by amount: Double) { add(amount) }
+
+        private func add(_ amount: Double) {
+            if let place, place.isCurrent {
+                SharedMetrics.add(at: place, units: SharedMetrics.units(amount, scale: scale))
+            } else {
+                SharedMetrics.add(key: key, scale: scale, amount)
+            }
+        }
         /// A counter's total is the sum of what every process ever counted: it is not reset.
         func reset() {}
     }
@@ -85,18 +96,25 @@ public struct SharedMetricsFactory: MetricsFactory {
         /// request's recording).
         let series: String
         let sumScale: Double
+        /// Its slots, made now: an observation is a few atomic adds (see `SharedMetrics.Place`).
+        let place: SharedMetrics.Place?
         init(_ name: String, _ labels: [(String, String)], buckets: [Double]) {
             self.name = name
             self.labels = labels
             self.buckets = buckets
             series = SharedMetrics.key(name, labels)
             sumScale = SharedMetrics.scale(of: name + "_sum")
+            place = SharedMetrics.histogramPlace(series: series, name, labels, buckets: buckets)
         }
 
         func recordNanoseconds(_ duration: Int64) { record(Double(duration) / 1e9) }
         func record(_ value: Int64) { record(Double(value)) }
         func record(_ value: Double) {
-            SharedMetrics.observe(series: series, sumScale: sumScale, name, labels, value, buckets: buckets)
+            if let place, place.isCurrent {
+                SharedMetrics.observe(at: place, sumUnits: SharedMetrics.units(value, scale: sumScale), value, buckets: buckets)
+            } else {
+                SharedMetrics.observe(series: series, sumScale: sumScale, name, labels, value, buckets: buckets)
+            }
         }
     }
 }

@@ -16,7 +16,8 @@ import TidewayJSON
 /// header or a document. `durationMs` runs until the answer's head is ready (a streamed body,
 /// e.g. an export, takes longer).
 public enum RequestLog {
-    public static func line(_ context: RequestContext, status: Int, milliseconds: Double, time: Date = Date()) -> String {
+    /// The line's bytes, its newline included.
+    public static func line(_ context: RequestContext, status: Int, milliseconds: Double, time: Date = Date()) -> [UInt8] {
         var fields: [(String, JSON)] = [
             ("time", .string(UTCTimestamp.millisecondString(time))),
             ("level", .string(status >= 500 ? "error" : "info")),
@@ -40,8 +41,8 @@ public enum RequestLog {
             writer.raw(":")
             writer.write(value)
         }
-        writer.raw("}")
-        return String(decoding: writer.output, as: UTF8.self)
+        writer.raw("}\n")
+        return writer.output
     }
 
     static func write(_ context: RequestContext, status: Int, since start: DispatchTime) {

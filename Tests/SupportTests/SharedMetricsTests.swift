@@ -109,4 +109,24 @@ import Testing
         #expect(merged["f\(tag)_duration_seconds_bucket{le=\"0.01\"}"] == 0)
         #expect(merged["f\(tag)_duration_seconds_sum"] == 0.02)
     }
+
+    /// Handlers add to their slots without the store's lock: threads adding at once lose nothing.
+    @Test func concurrentRecordingLosesNothing() {
+        let factory = SharedMetricsFactory()
+        let tag = String(UInt32.random(in: 0...UInt32.max))
+        let counter = Counter(label: "f\(tag)_total", factory: factory)
+        let timer = Timer(label: "f\(tag)_duration_seconds", factory: factory)
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            for _ in 0..<10_000 {
+                counter.increment()
+                timer.recordMilliseconds(2)
+            }
+        }
+        let merged = SharedMetrics.merged()
+        #expect(merged["f\(tag)_total"] == 80_000)
+        #expect(merged["f\(tag)_duration_seconds_count"] == 80_000)
+        #expect(merged["f\(tag)_duration_seconds_bucket{le=\"0.0025\"}"] == 80_000)
+        #expect(merged["f\(tag)_duration_seconds_bucket{le=\"0.001\"}"] == 0)
+        #expect(merged["f\(tag)_duration_seconds_sum"] == 160)
+    }
 }
