@@ -227,7 +227,6 @@ $b$, name, table_name), '' order by name)
                         from app.collections where write_rule not in ('own-user', 'server'));
 begin
     execute replace(replace($f$
-drop function if exists app.insert_documents(text, text, text[], text[], text[], jsonb[]);
 create or replace function app.insert_documents(
     collection text, client_id text, change_ids text[], ids text[], partitions text[], docs jsonb,
     guarded boolean default true)
@@ -278,3 +277,13 @@ $$;
     $f$, '@branches@', branches), '@gathered@', gathered);
 end
 $do$;
+
+-- The previous release's form (documents as jsonb[], always guarded), for its workers while a
+-- rolling upgrade replaces them (docs/operations.md: a changed function must accept what
+-- the old workers pass). Nothing of this release calls it; drop it in the next release.
+create or replace function app.insert_documents(
+    collection text, client_id text, change_ids text[], ids text[], partitions text[], docs jsonb[])
+returns table (ord bigint, result jsonb)
+language sql as $$
+    select * from app.insert_documents(collection, client_id, change_ids, ids, partitions, to_jsonb(docs))
+$$;

@@ -125,3 +125,25 @@ def test_unguarded_a_refused_statement_fails_whole_and_writes_nothing():
         cur.execute("select change_id from app.push_log where client_id = 'c-unguarded' and change_id = any(%s) order by change_id",
                     (["c-" + i for i in ids],))
         assert [r[0] for r in cur.fetchall()] == sorted("c-" + i for i in ids)
+
+
+def test_the_previous_releases_call_still_answers():
+    """A worker of the previous release, during a rolling upgrade, sends the documents as
+    jsonb[] (the form before `guarded`): same answers and rows."""
+    key = new_agency()
+    email = new_user("officer", key)
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("select id from app.users where email = %s", (email,))
+        uid = str(cur.fetchone()[0])
+    ids = [f"previous-{uuid.uuid4().hex[:8]}" for _ in range(2)]
+    with worker_db() as conn, conn.cursor() as cur:
+        cur.execute("select set_config('tideway.role', 'officer', true), set_config('tideway.agency', %s, true),"
+                    " set_config('tideway.user_id', %s, true)", (key, uid))
+        cur.execute("select result::text from app.insert_documents(%s, %s, %s::text[], %s::text[], %s::text[], %s::jsonb[])"
+                    " order by ord",
+                    ("reports", "c-previous", ["c-" + i for i in ids], ids, ["agency=" + key, "agency=Gabon"],
+                     [json.dumps(doc_for("reports", i)) for i in ids]))
+        results = [json.loads(r[0]) for r in cur.fetchall()]
+        conn.commit()
+    assert statuses(results) == ["applied", "forbidden"]
+    assert set(rows(ids)) == {ids[0]}
