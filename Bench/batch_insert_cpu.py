@@ -17,8 +17,6 @@ import sys
 import time
 import uuid
 
-import psycopg2
-
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import writes_bench as wb  # noqa: E402
 
@@ -31,21 +29,15 @@ def main():
     pushes = int(args[0]) if len(args) > 0 else 80
     batch = int(args[1]) if len(args) > 1 else 25
     tok, doc = wb.token(), wb.source_doc()
-    conn = psycopg2.connect(f"host={wb.RUN_DIR} dbname=tideway user=tideway_worker")
+    conn, pid, cpu = wb.worker_backend()
     cur = conn.cursor()
-    cur.execute("select pg_backend_pid()")
-    pid = cur.fetchone()[0]
     prefix = f"bic-{uuid.uuid4().hex[:8]}-"
-
-    def cpu():
-        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / wb.TICK
 
     def push(n):
         cur.execute("select count(*) from app.authenticate(sha256(convert_to(%s, 'UTF8')), 'access')", (tok,))
         ids = [f"{prefix}{n}-{k}" for k in range(batch)]
-        cur.execute("select count(*) from app.insert_documents('reports', %s, %s, %s, %s, %s::jsonb[])",
-                    (prefix, ids, ids, [wb.PARTITION] * batch, [json.dumps({**doc, "_id": i}) for i in ids]))
+        cur.execute("select count(*) from app.insert_documents('reports', %s, %s, %s, %s, %s::jsonb)",
+                    (prefix, ids, ids, [wb.PARTITION] * batch, json.dumps([{**doc, "_id": i} for i in ids])))
         conn.commit()
 
     try:

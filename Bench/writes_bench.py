@@ -118,6 +118,20 @@ def cpu_delta(before, after):
 
 # Data
 
+def worker_backend():
+    """A connection as the worker role, and a function answering its backend's CPU seconds so
+    far (its own /proc counters)."""
+    conn = psycopg2.connect(f"host={RUN_DIR} dbname=tideway user=tideway_worker")
+    with conn.cursor() as cur:
+        cur.execute("select pg_backend_pid()")
+        pid = cur.fetchone()[0]
+
+    def cpu():
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / TICK
+    return conn, pid, cpu
+
+
 def source_doc():
     """A generated report of another agency (~2.3 KB), pushed again under new ids."""
     with psycopg2.connect(ADMIN) as conn, conn.cursor() as cur:

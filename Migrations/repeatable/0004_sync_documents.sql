@@ -129,14 +129,17 @@ $$;
 -- Whether the caller may write documents of `collection` in partition `p`: the write rule
 -- of app.collections (0004), written out as static SQL from its rows. PL/pgSQL for the
 -- reason app.can_read is: as a SECURITY DEFINER SQL function its body was parsed and planned
--- again in every statement (0.3 ms of every push, issue 22, docs/performance.md).
+-- again in every statement (0.3 ms of every push, issue 22, docs/performance.md). Generic
+-- plans: a plan for the call's own collection folds the CASE away, so PostgreSQL found it
+-- cheaper and planned the expression again at every call (repeatable/0005 says more).
 do $do$
 declare
     rule_of text := (select string_agg(format('when %L then %L', name, write_rule), ' ' order by name) from app.collections);
 begin
     execute format($f$
         create or replace function app.can_write(p text, collection text) returns boolean
-        language plpgsql stable security definer set search_path = app, pg_temp as $$
+        language plpgsql stable security definer set search_path = app, pg_temp
+            set plan_cache_mode = force_generic_plan as $$
         begin
             return case case collection %s end
                 when 'agency-members' then app.partition_kind(p) = 'agency' and substr(p, 8) = app.agency()

@@ -104,14 +104,14 @@ public enum WritePath {
     }
 
     /// The reads would have changed the answer (a retry of changes already in the push log,
-    /// or a partition the caller may not write): nothing was written; `apply` the push in a
-    /// new transaction.
+    /// or a partition the caller may not write), or a write was refused (`isRefusal`):
+    /// nothing was written; `apply` the push in a new transaction.
     public struct NeedsReads: Error {}
 
     /// A push that `needsNoReads` in one round trip with its COMMIT: the push's lock, then
     /// `app.expect_first_push`, which fails the transaction (TW409, thrown as `NeedsReads`)
     /// unless the reads would find no earlier outcome and every write right, then the writes
-    /// as `apply` plans them for ids found nowhere.
+    /// as `apply` plans them for ids found nowhere, without savepoints (`Plan.oneTrip`).
     public static func applyFirstPush(
         _ inputs: [Input], clientID: String, device: String, caller: CallerInfo, in tx: Transaction, limits: Limits
     ) throws -> [JSON] {
@@ -126,13 +126,21 @@ public enum WritePath {
                 """),
         ]
         let plan = try plan(inputs, clientID: clientID, device: device, earlier: [:], current: [:],
-                            writable: { _ in true }, caller: caller, limits: limits)
+                            writable: { _ in true }, caller: caller, limits: limits, oneTrip: true)
         do {
             let written = try tx.queries(checks + plan.finished(), thenCommit: true)
             return try plan.answers(Array(written.dropFirst(checks.count)))
-        } catch let error as DatabaseError where error.sqlState == "TW409" {
+        } catch let error as DatabaseError where error.sqlState == "TW409" || isRefusal(error.sqlState) {
             throw NeedsReads()
         }
+    }
+
+    /// What `app.insert_documents` answers change by change when a savepoint guards its
+    /// INSERT (a rule, the write right, a bad value): in one round trip, where nothing
+    /// guards it, such an error aborts the push, and the usual way gives the answers.
+    static func isRefusal(_ sqlState: String?) -> Bool {
+        guard let sqlState else { return false }
+        return ["42501", "23514", "23502", "TW403", "TW404", "TW422"].contains(sqlState) || sqlState.hasPrefix("22")
     }
 
     /// One push per (user, client) at a time: a retry sent while the first attempt is still
@@ -145,10 +153,10 @@ public enum WritePath {
     /// The write round trip's statements for `inputs`, given what the reads found.
     private static func plan(
         _ inputs: [Input], clientID: String?, device: String, earlier: [String: JSON], current: [DocumentKey: StoredDocument],
-        writable: (Target) -> Bool, caller: CallerInfo, limits: Limits
+        writable: (Target) -> Bool, caller: CallerInfo, limits: Limits, oneTrip: Bool = false
     ) throws -> Plan {
         var current = current
-        var plan = Plan(clientID: clientID)
+        var plan = Plan(clientID: clientID, oneTrip: oneTrip)
         var seenInBatch: Set<String> = []
         for input in inputs {
             switch input {

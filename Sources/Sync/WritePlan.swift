@@ -23,7 +23,8 @@ extension WritePath {
             var ids: [String] = []
             var partitions: [String] = []
             var docs: [String] = []
-            /// One change alone is cheaper through apply_change (its plan is cached).
+            /// One change alone is cheaper through apply_change when a savepoint guards it
+            /// either way (the usual path: apply_change's INSERT is a one-row VALUES).
             var single: SQL?
         }
 
@@ -32,12 +33,19 @@ extension WritePath {
         static let gathered: Set<SyncCollection> = [.reports, .photos, .dutyChanges, .menuData, .mpas, .agencyTasks, .chatMessages, .tasks, .teamNotes]
 
         let clientID: String?
+        /// A push in one round trip (`applyFirstPush`): its new documents are inserted
+        /// without a savepoint, even one alone, since a refusal sends the whole push the
+        /// usual way anyway.
+        let oneTrip: Bool
         private(set) var statements: [SQL] = []
         private(set) var results: [Slot] = []
         private var deviceSet = false
         private var newDocuments: [SyncCollection: NewDocuments] = [:]
 
-        init(clientID: String?) { self.clientID = clientID }
+        init(clientID: String?, oneTrip: Bool = false) {
+            self.clientID = clientID
+            self.oneTrip = oneTrip
+        }
 
         mutating func answer(_ result: JSON) { results.append(.ready(result)) }
 
@@ -97,13 +105,14 @@ extension WritePath {
         func finished() -> [SQL] {
             var all = statements
             for (collection, group) in newDocuments {
-                if group.ids.count == 1, let single = group.single {
+                if group.ids.count == 1, !oneTrip, let single = group.single {
                     all[group.statement] = single
                 } else {
                     all[group.statement] = .reused("""
                         select result::text from app.insert_documents(\(collection.rawValue), \(clientID), \
-                        \(group.changeIDs)::text[], \(group.ids)::text[], \(group.partitions)::text[], \(group.docs)::jsonb[]) \
-                        order by ord
+                        \(group.changeIDs)::text[], \(group.ids)::text[], \(group.partitions)::text[], \
+                        \("[" + group.docs.joined(separator: ",") + "]")::jsonb, \
+                        guarded => \(!oneTrip)) order by ord
                         """)
                 }
             }

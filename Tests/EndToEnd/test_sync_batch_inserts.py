@@ -23,6 +23,21 @@ def rows(ids):
         return {r[0]: r[1:] for r in cur.fetchall()}
 
 
+def new_officer():
+    """A new agency's key and the id of an officer of it."""
+    key = new_agency()
+    email = new_user("officer", key)
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("select id from app.users where email = %s", (email,))
+        return key, str(cur.fetchone()[0])
+
+
+def as_officer(cur, key, uid):
+    """The claims the worker sets for that officer, for this transaction."""
+    cur.execute("select set_config('tideway.role', 'officer', true), set_config('tideway.agency', %s, true),"
+                " set_config('tideway.user_id', %s, true)", (key, uid))
+
+
 def history(ids):
     with admin_db() as conn, conn.cursor() as cur:
         cur.execute("select report_id, version, op, device from app.report_history where report_id = any(%s) order by report_id, id",
@@ -69,22 +84,65 @@ def test_a_refused_statement_falls_back_to_one_change_at_a_time():
     """Called directly with the claims of an officer: one document of the batch is for a
     partition the officer may not write, so row-level security refuses the statement; each
     change then gets its own result and the others are written."""
-    key = new_agency()
-    email = new_user("officer", key)
-    with admin_db() as conn, conn.cursor() as cur:
-        cur.execute("select id from app.users where email = %s", (email,))
-        uid = str(cur.fetchone()[0])
+    key, uid = new_officer()
     ids = [f"fall-{uuid.uuid4().hex[:8]}" for _ in range(3)]
     parts = ["agency=" + key, "agency=Gabon", "agency=" + key]
     with worker_db() as conn, conn.cursor() as cur:
-        cur.execute("select set_config('tideway.role', 'officer', true), set_config('tideway.agency', %s, true),"
-                    " set_config('tideway.user_id', %s, true)", (key, uid))
-        cur.execute("select result from app.insert_documents('reports', 'c1', %s, %s, %s, %s::jsonb[]) order by ord",
-                    (["c-" + i for i in ids], ids, parts, [json.dumps(doc_for("reports", i)) for i in ids]))
+        as_officer(cur, key, uid)
+        cur.execute("select result from app.insert_documents('reports', 'c1', %s, %s, %s, %s::jsonb) order by ord",
+                    (["c-" + i for i in ids], ids, parts, json.dumps([doc_for("reports", i) for i in ids])))
         results = [r[0] for r in cur.fetchall()]
         conn.commit()
     assert statuses(results) == ["applied", "forbidden", "applied"]
     assert set(rows(ids)) == {ids[0], ids[2]}
     with pytest.raises(psycopg2.Error):
         with worker_db() as conn, conn.cursor() as cur:
-            cur.execute("select * from app.insert_documents('users', null, '{a}', '{a}', '{user=x}', '{}'::jsonb[])")
+            cur.execute("select * from app.insert_documents('users', null, '{a}', '{a}', '{user=x}', '[{}]'::jsonb)")
+
+
+def test_unguarded_a_refused_statement_fails_whole_and_writes_nothing():
+    """`guarded => false` (a push in one round trip, WritePath.applyFirstPush): no savepoint,
+    so the refusal fails the statement itself — the worker then applies the push the usual
+    way — and nothing of it stays, not even the documents the rule allowed or their push log."""
+    key, uid = new_officer()
+    ids = [f"unguarded-{uuid.uuid4().hex[:8]}" for _ in range(2)]
+    with worker_db() as conn, conn.cursor() as cur:
+        as_officer(cur, key, uid)
+        with pytest.raises(psycopg2.errors.InsufficientPrivilege):
+            cur.execute("select result from app.insert_documents('reports', 'c-unguarded', %s, %s, %s, %s::jsonb,"
+                        " guarded => false) order by ord",
+                        (["c-" + i for i in ids], ids, ["agency=" + key, "agency=Gabon"],
+                         json.dumps([doc_for("reports", i) for i in ids])))
+        conn.rollback()
+        # Allowed, it writes every document with its version and push-log row, in order.
+        as_officer(cur, key, uid)
+        cur.execute("select result from app.insert_documents('reports', 'c-unguarded', %s, %s, %s, %s::jsonb,"
+                    " guarded => false) order by ord",
+                    (["c-" + i for i in ids], ids, ["agency=" + key] * 2, json.dumps([doc_for("reports", i) for i in ids])))
+        results = [r[0] for r in cur.fetchall()]
+        conn.commit()
+    assert [(r["changeId"], r["status"], r["version"]) for r in results] == [("c-" + i, "applied", "1") for i in ids]
+    stored = rows(ids)
+    assert set(stored) == set(ids)
+    assert all(stored[i][:2] == ("agency=" + key, doc_for("reports", i)) for i in ids)
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("select change_id from app.push_log where client_id = 'c-unguarded' and change_id = any(%s) order by change_id",
+                    (["c-" + i for i in ids],))
+        assert [r[0] for r in cur.fetchall()] == sorted("c-" + i for i in ids)
+
+
+def test_the_previous_releases_call_still_answers():
+    """A worker of the previous release, during a rolling upgrade, sends the documents as
+    jsonb[] (the form before `guarded`): same answers and rows."""
+    key, uid = new_officer()
+    ids = [f"previous-{uuid.uuid4().hex[:8]}" for _ in range(2)]
+    with worker_db() as conn, conn.cursor() as cur:
+        as_officer(cur, key, uid)
+        cur.execute("select result::text from app.insert_documents(%s, %s, %s::text[], %s::text[], %s::text[], %s::jsonb[])"
+                    " order by ord",
+                    ("reports", "c-previous", ["c-" + i for i in ids], ids, ["agency=" + key, "agency=Gabon"],
+                     [json.dumps(doc_for("reports", i)) for i in ids]))
+        results = [json.loads(r[0]) for r in cur.fetchall()]
+        conn.commit()
+    assert statuses(results) == ["applied", "forbidden"]
+    assert set(rows(ids)) == {ids[0]}

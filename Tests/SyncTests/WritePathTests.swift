@@ -29,4 +29,28 @@ import Testing
         #expect(!WritePath.needsNoReads([Self.change(.insert, .users, partition: "user=5f1c0000-0000-4000-8000-000000000001")]))
         #expect(!WritePath.needsNoReads([Self.change(.insert, .chatsters, partition: "all-users=all-the-users")]))
     }
+
+    /// A lone new document: through app.apply_change (its savepoint answers a refusal) the
+    /// usual way, through app.insert_documents without a savepoint in one round trip.
+    @Test func oneTripInsertsWithoutSavepoints() throws {
+        guard case .success(let change) = Self.change(.insert, .reports) else { return }
+        for oneTrip in [false, true] {
+            var plan = WritePath.Plan(clientID: "c1", oneTrip: oneTrip)
+            plan.write(change, document: #"{"_id":"d1"}"#, intents: [], expectedVersion: nil, isNew: true)
+            let write = try #require(plan.finished().last).description
+            #expect(write.contains("app.insert_documents") == oneTrip, "\(write)")
+            #expect(write.contains("app.apply_change") == !oneTrip, "\(write)")
+        }
+    }
+
+    /// What falls back to the usual way from a push in one round trip: the refusals the
+    /// savepoint of app.insert_documents answers change by change, not other errors.
+    @Test func refusalsAreWhatTheGuardedInsertAnswers() {
+        for state in ["42501", "23514", "23502", "22P02", "22001", "TW403", "TW404", "TW422"] {
+            #expect(WritePath.isRefusal(state), "\(state)")
+        }
+        for state in ["23505", "40001", "40P01", "57014", "XX000", "TW409"] as [String?] + [nil] {
+            #expect(!WritePath.isRefusal(state), "\(String(describing: state))")
+        }
+    }
 }

@@ -1,0 +1,80 @@
+"""Backend CPU per lone push (docs/performance.md, "A lone push's fixed cost"): the statements
+of a push in one round trip (WritePath.applyFirstPush) as the worker sends them, as
+`tideway_worker` under an officer's claims, one connection, one push per transaction, CPU
+from the backend's /proc counters; the variants alternate, round after round. No HTTP, no
+worker (and, unlike the worker, no prepared statements: the top-level statements are planned
+at every push in every variant).
+
+    TIDEWAY_BENCH_URL=... TIDEWAY_BENCH_CA=... TIDEWAY_BENCH_STATE=.state/bench \\
+    BENCH_ADMIN_DATABASE="host=.state/bench/run dbname=tideway user=postgres" \\
+    python3 Bench/lone_push_cpu.py PUSHES ROUNDS VARIANT...
+
+VARIANT: `apply` (app.apply_change, the usual path's lone write, with its savepoint),
+`unguarded` (app.insert_documents without the savepoint, the one-trip path), `guarded`
+(with it); a suffix +nolock, +noexpect or +nodevice leaves that statement out."""
+import json
+import sys
+import uuid
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+import writes_bench as wb  # noqa: E402
+
+DEVICE_ROW = """insert into app.devices (user_id, client_id, app_version, last_push) values (app.uid(), %s, %s, now())
+    on conflict (user_id, client_id) do update set last_push = now(),
+        app_version = coalesce(nullif(excluded.app_version, ''), app.devices.app_version)"""
+
+
+def main():
+    pushes, rounds, variants = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
+    tok, doc = wb.token(), wb.source_doc()
+    conn, pid, cpu = wb.worker_backend()
+    cur = conn.cursor()
+    prefix = f"lone-{uuid.uuid4().hex[:8]}-"
+
+    def push(variant, n):
+        write, *left_out = variant.split("+")
+        i = f"{prefix}{n}"
+        d = json.dumps({**doc, "_id": i})
+        cur.execute("select count(*) from app.authenticate(sha256(convert_to(%s, 'UTF8')), 'access')", (tok,))
+        if "nolock" not in left_out:
+            cur.execute("select pg_advisory_xact_lock(hashtextextended(app.uid()::text || '/' || %s, 740601))", (prefix,))
+        if "noexpect" not in left_out:
+            cur.execute("select app.expect_first_push(%s, %s::text[], %s::text[], %s::text[])",
+                        (prefix, [i], [wb.PARTITION], ["reports"]))
+        cur.execute("select set_config('tideway.device', %s, true)", (prefix,))
+        if write == "apply":
+            cur.execute("select app.apply_change(%s, %s, %s, %s, %s::jsonb, %s, %s, %s, %s::jsonb)::text",
+                        ("reports", wb.PARTITION, i, "insert", d, prefix, i, None, None))
+        else:
+            cur.execute("select result::text from app.insert_documents(%s, %s, %s::text[], %s::text[], %s::text[], %s::jsonb,"
+                        " guarded => %s) order by ord",
+                        ("reports", prefix, [i], [i], [wb.PARTITION], "[" + d + "]", write == "guarded"))
+        cur.fetchall()
+        if "nodevice" not in left_out:
+            cur.execute(DEVICE_ROW, (prefix, "bench"))
+        conn.commit()
+
+    runs = {v: [] for v in variants}
+    n = 0
+    try:
+        for v in variants:  # the session's plans
+            for _ in range(10):
+                push(v, f"warm{n}")
+                n += 1
+        for _ in range(rounds):
+            for v in variants:
+                before = cpu()
+                for _ in range(pushes):
+                    push(v, n)
+                    n += 1
+                runs[v].append(1000 * (cpu() - before) / pushes)
+        for v in variants:
+            ordered = sorted(runs[v])
+            print(f"{v:24s} median {ordered[len(ordered) // 2]:.3f} ms of backend CPU per push;"
+                  f" runs {', '.join(f'{x:.3f}' for x in runs[v])}")
+    finally:
+        wb.count_and_remove(prefix)
+
+
+if __name__ == "__main__":
+    main()
