@@ -181,7 +181,8 @@ public final class ChangeHub: @unchecked Sendable {
             deliver(try connection.notifications())
             if !connection.isHealthy { throw DatabaseError(kind: .unavailable, detail: "listener connection lost") }
             if let ticket = trips.pending() {
-                try connection.execute("select 1 as heard")
+                // Prepared once: the statement is all there is to it.
+                try connection.execute(.reused("select 1 as heard"))
                 // Read by libpq while it waited for the answer.
                 deliver(try connection.notifications())
                 trips.completed(ticket)
