@@ -8,19 +8,29 @@ import Foundation
 ///
 /// It also keeps what this worker's pulls saw of each partition's clock (`saw`), so that a
 /// pull whose partition is known to have moved past its cursor skips the idle check
-/// (`moved`): that check would only answer "changed", a round trip for nothing.
+/// (`moved`): that check would only answer "changed", a round trip for nothing; and, with
+/// `auth`, so that an idle poll is answered from memory (`quiet`, `barrier`). The same
+/// connection listens on `tideway_auth` (repeatable/0094): it empties `auth` on every
+/// notification.
 ///
 /// `@unchecked Sendable`: all mutable state is guarded by `condition`.
 public final class ChangeHub: @unchecked Sendable {
     private let condition = NSCondition()
     private var counter: UInt64 = 0
     private var lastChange: [String: UInt64] = [:]
-    /// Per partition: a clock a pull's statement saw, and the generation read before it.
-    private var clocks: [String: (seq: Int64, generation: UInt64)] = [:]
+    /// Per partition: a clock a pull's statement saw, its compaction horizon when the
+    /// statement compared it (an idle check), and the generation read before it.
+    private var clocks: [String: (seq: Int64, horizon: Int64?, generation: UInt64)] = [:]
+    /// The generation when the listener last connected: clocks seen before may have missed
+    /// a notification.
+    private var listenedAt: UInt64 = 0
     private var waiting = 0
     private let capacity: Int
     /// False while the listening connection is down: waits then poll instead.
     private var listening = false
+    /// Tokens and rights this worker saw, for idle polls answered from memory.
+    let auth = AuthCache()
+    private let trips = ListenerBarrier()
 
     public init(capacity: Int) {
         self.capacity = capacity
@@ -37,8 +47,12 @@ public final class ChangeHub: @unchecked Sendable {
         condition.lock()
         counter += 1
         lastChange[partition] = counter
-        // The map only needs partitions someone may wait for; keep it from growing forever.
-        if lastChange.count > 100_000 { lastChange.removeAll() }
+        // The map only needs partitions someone may wait for; keep it from growing forever
+        // (the clocks with it: `quiet` must not take a forgotten change for none).
+        if lastChange.count > 100_000 {
+            lastChange.removeAll()
+            clocks.removeAll()
+        }
         condition.broadcast()
         condition.unlock()
     }
@@ -46,21 +60,36 @@ public final class ChangeHub: @unchecked Sendable {
     /// Notes that a statement begun after `generation` saw `partition`'s clock at `seq`
     /// (a snapshot's status, or an idle check that found the cursor at the clock). The later
     /// observation wins, even a lower clock (a restored database), so a wrong hint lasts one pull.
-    func saw(_ partition: String, clock seq: Int64, since generation: UInt64) {
-        saw([partition: seq], since: generation)
+    /// `horizon`: the partition's compaction horizon, when the statement compared it too.
+    func saw(_ partition: String, clock seq: Int64, horizon: Int64? = nil, since generation: UInt64) {
+        saw([partition: seq], horizon: horizon, since: generation)
     }
 
-    func saw(_ seen: [String: Int64], since generation: UInt64) {
+    func saw(_ seen: [String: Int64], horizon: Int64? = nil, since generation: UInt64) {
         condition.lock()
         defer { condition.unlock() }
         for (partition, seq) in seen {
-            if let known = clocks[partition], known.generation > generation || (known.generation == generation && known.seq >= seq) {
+            if let known = clocks[partition], known.generation > generation
+                || (known.generation == generation && (known.seq > seq || (known.seq == seq && horizon == nil))) {
                 continue
             }
             // Only a hint: keep the map from growing forever.
             if clocks.count >= 100_000 { clocks.removeAll() }
-            clocks[partition] = (seq, generation)
+            clocks[partition] = (seq, horizon, generation)
         }
+    }
+
+    /// Whether a cursor at (`seq`, `horizon`) of `partition` is known to be at its end, as
+    /// an idle check would find it: an idle check saw exactly that clock and horizon, and no
+    /// commit (nor compaction) of the partition was notified since, nor the listener lost.
+    /// A commit whose notification is still on its way is not known: the answer is then the
+    /// one the poll would have had a moment earlier (docs/sync-protocol.md).
+    func quiet(_ partition: String, seq: Int64, horizon: Int64) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        guard listening, let known = clocks[partition], known.generation >= listenedAt,
+              known.seq == seq, known.horizon == horizon else { return false }
+        return (lastChange[partition] ?? 0) <= known.generation
     }
 
     /// Whether `partition` has changes after `seq`, as far as this worker knows: a pull saw
@@ -93,12 +122,17 @@ public final class ChangeHub: @unchecked Sendable {
     }
 
     func setListening(_ value: Bool) {
+        // First: no answer from memory once the connection is known lost.
+        if !value { auth.setLive(false) }
         condition.lock()
         listening = value
-        if !value {
-            // Notifications may have been lost: let every waiter look again.
-            counter += 1
+        counter += 1
+        if value {
+            listenedAt = counter
+        } else {
+            // Notifications may have been lost: let every waiter look again, forget clocks.
             for key in lastChange.keys { lastChange[key] = counter }
+            clocks.removeAll()
         }
         condition.broadcast()
         condition.unlock()
@@ -111,9 +145,13 @@ public final class ChangeHub: @unchecked Sendable {
                 do {
                     let connection = try Connection(conninfo: conninfo)
                     try connection.execute("listen tideway_changes")
+                    try connection.execute("listen tideway_auth")
+                    auth.setLive(true)
                     setListening(true)
+                    trips.connected()
                     try pump(connection)
                 } catch {
+                    trips.lost()
                     setListening(false)
                     usleep(500_000)
                 }
@@ -123,13 +161,120 @@ public final class ChangeHub: @unchecked Sendable {
         thread.start()
     }
 
+    /// Returns once this worker has received every notification committed before the call
+    /// (true), or false when it cannot tell (the listener lost or reconnected meanwhile, or
+    /// a second passed): the listener makes a round trip begun after the call, and
+    /// PostgreSQL sends a listening backend every notification committed before a statement
+    /// ahead of that statement's answer (it takes them in before it reports ready). One
+    /// round trip answers every poll that was waiting when it was sent.
+    func barrier() -> Bool {
+        trips.await(timeout: 1)
+    }
+
     private func pump(_ connection: Connection) throws {
-        var descriptor = pollfd(fd: connection.socket, events: Int16(POLLIN), revents: 0)
+        var descriptors = [pollfd(fd: connection.socket, events: Int16(POLLIN), revents: 0),
+                           pollfd(fd: trips.wakeFD, events: Int16(POLLIN), revents: 0)]
         while true {
-            let ready = poll(&descriptor, 1, 5000)
+            let ready = poll(&descriptors, 2, 5000)
             if ready < 0 && errno != EINTR { throw DatabaseError(kind: .unavailable, detail: "poll failed") }
-            for note in try connection.notifications() { notify(note.payload) }
+            trips.drainWake()
+            deliver(try connection.notifications())
             if !connection.isHealthy { throw DatabaseError(kind: .unavailable, detail: "listener connection lost") }
+            if let ticket = trips.pending() {
+                // Prepared once: the statement is all there is to it.
+                try connection.execute(.reused("select 1 as heard"))
+                // Read by libpq while it waited for the answer.
+                deliver(try connection.notifications())
+                trips.completed(ticket)
+            }
         }
+    }
+
+    private func deliver(_ notes: [(channel: String, payload: String)]) {
+        for note in notes {
+            if note.channel == "tideway_auth" { auth.invalidate() } else { notify(note.payload) }
+        }
+    }
+}
+
+/// The listener's round trips on behalf of polls (`ChangeHub.barrier`): polls take tickets,
+/// the listener covers every ticket taken before it sent its statement.
+///
+/// `@unchecked Sendable`: all mutable state is guarded by `condition`; the pipe's ends are
+/// set once.
+final class ListenerBarrier: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var asked: UInt64 = 0
+    private var done: UInt64 = 0
+    /// Grows at every connect and loss of the listening connection.
+    private var session: UInt64 = 0
+    private var live = false
+    /// A byte is in the pipe and the listener has not yet taken the tickets.
+    private var woken = false
+    /// The pipe that wakes the listener out of `poll`.
+    let wakeFD: Int32
+    private let wakeWrite: Int32
+
+    init() {
+        var ends: [Int32] = [-1, -1]
+        if pipe(&ends) == 0 {
+            for fd in ends { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
+        }
+        wakeFD = ends[0]
+        wakeWrite = ends[1]
+    }
+
+    func await(timeout: TimeInterval) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        guard live, wakeWrite >= 0 else { return false }
+        asked += 1
+        let ticket = asked, mine = session
+        if !woken {
+            woken = true
+            var byte: UInt8 = 1
+            _ = write(wakeWrite, &byte, 1)
+        }
+        let deadline = Date().addingTimeInterval(timeout)
+        while done < ticket {
+            guard live, session == mine, condition.wait(until: deadline) else { return false }
+        }
+        return live && session == mine
+    }
+
+    func drainWake() {
+        var buffer = [UInt8](repeating: 0, count: 64)
+        while read(wakeFD, &buffer, buffer.count) > 0 {}
+    }
+
+    /// The tickets a round trip sent now covers; nil when no poll waits.
+    func pending() -> UInt64? {
+        condition.lock()
+        defer { condition.unlock() }
+        woken = false
+        return asked > done ? asked : nil
+    }
+
+    func completed(_ ticket: UInt64) {
+        condition.lock()
+        done = max(done, ticket)
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    func connected() {
+        condition.lock()
+        session += 1
+        live = true
+        condition.unlock()
+    }
+
+    func lost() {
+        condition.lock()
+        session += 1
+        live = false
+        done = asked
+        condition.broadcast()
+        condition.unlock()
     }
 }

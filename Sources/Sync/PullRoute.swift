@@ -1,6 +1,7 @@
 import Database
 import FastCGI
 import Foundation
+import Support
 import TidewayJSON
 import Web
 
@@ -12,7 +13,9 @@ import Web
 /// 2. the idle check (`unchanged`): one statement with no BEGIN/COMMIT, only when every
 ///    cursor stands at its partition's end (most polls: the measured fast path), and none
 ///    of those partitions is known in this worker to have moved past its cursor
-///    (`ChangeHub.moved`: a pull after a change event, a device catching up);
+///    (`ChangeHub.moved`: a pull after a change event, a device catching up); and not even
+///    that when this worker knows the token valid and every partition readable and quiet
+///    at the cursor (`AuthCache`, `ChangeHub.quiet`): then the answer comes from memory;
 /// 3. the snapshot (`run`): one REPEATABLE READ read-only transaction for every partition,
 ///    sent with its COMMIT in one round trip; its opening authenticates the token. With a
 ///    replica (TIDEWAY_REPLICA_DATABASE) it runs there once the replica has replayed the
@@ -97,17 +100,38 @@ enum PullRoute {
     /// only say so: a round trip for nothing). With a replica, the same statement reads the
     /// primary's WAL position, which the replica must have replayed before it may answer
     /// the full pull. `seen`: the hub's generation, read before the statement.
+    ///
+    /// No statement of its own when what that one would check is known here: the token valid
+    /// and every partition readable (`AuthCache`, learned from this statement, emptied on
+    /// every change of tokens or rights), and each clock and horizon exactly at the cursor
+    /// with no commit notified since (`ChangeHub.quiet`) — known still once the listener has
+    /// heard every notification committed before the poll (`ChangeHub.barrier`), so that a
+    /// revocation or a write acknowledged before the poll is always seen. Such an answer
+    /// never carries documents, and its cursors are the ones asked with.
     static func unchanged(_ request: PullRequest, context: RequestContext, hub: ChangeHub,
                           seen: UInt64) throws -> (answer: Answer?, lsn: String?) {
         guard let token = context.bearerToken, !request.partitions.isEmpty else { return (nil, nil) }
         var names: [String] = [], seqs: [String] = [], horizons: [String] = []
+        var cursors: [Cursor] = []
         for entry in request.partitions {
             guard case .from(_, let cursor) = entry.start, cursor.collection == "~", cursor != .start,
                   !hub.moved(entry.name, past: cursor.seq) else { return (nil, nil) }
             names.append(entry.name)
             seqs.append(String(cursor.seq))
             horizons.append(String(cursor.horizon))
+            cursors.append(cursor)
         }
+        let hash = Crypto.sha256(token)
+        func known() -> Bool {
+            hub.auth.allows(hash, names)
+                && zip(names, cursors).allSatisfy { hub.quiet($0, seq: $1.seq, horizon: $1.horizon) }
+        }
+        // Known before and after every change committed before this poll has been heard.
+        if known() && hub.barrier() && known() {
+            return (idle(request, context: context), nil)
+        }
+        let authSeen = hub.auth.generation
+        let asked = AuthCache.now()
         // One statement, its own transaction (no BEGIN/COMMIT around it: a third of the
         // database's work per idle poll); app.unchanged checks the token first, and only reads.
         // Prepared once per connection (parsing and planning it was about 15% of PostgreSQL's
@@ -115,24 +139,35 @@ enum PullRoute {
         let position: SQL = context.app.replica == nil ? "null" : "pg_current_wal_lsn()::text"
         let row = try context.app.database.withConnection { connection in
             try connection.execute(.reused("""
-                select app.unchanged(\(Tokens.hash(token)), \(names)::text[], \(seqs)::bigint[], \(horizons)::bigint[]) as same,
-                       \(position) as lsn
+                select app.unchanged(\(SQLBytes(hash)), \(names)::text[], \(seqs)::bigint[], \(horizons)::bigint[]) as same,
+                       app.access_token_ttl(\(SQLBytes(hash))) as ttl, \(position) as lsn
                 """)).first
         }
         guard try row?.decode("same", as: Bool.self) == true else { return (nil, try row?.decodeIfPresent("lsn", as: String.self)) }
+        for entry in request.partitions {
+            guard case .from(_, let cursor) = entry.start else { return (nil, nil) }
+            hub.saw(entry.name, clock: cursor.seq, horizon: cursor.horizon, since: seen)
+        }
+        if let ttl = row?["ttl"].flatMap(Double.init) {
+            hub.auth.fill(hash, readable: names, seconds: ttl, asked: asked, since: authSeen)
+        }
+        return (idle(request, context: context), nil)
+    }
+
+    /// "Nothing new" for every partition asked, each with the cursor it was asked with.
+    static func idle(_ request: PullRequest, context: RequestContext) -> Answer {
         let key = context.app.secrets.cursorKey
         var positions: [String: Int64] = [:]
         var text = "{\"partitions\":{"
         for (index, entry) in request.partitions.enumerated() {
-            guard case .from(_, let cursor) = entry.start else { return (nil, nil) }
+            guard case .from(_, let cursor) = entry.start else { continue }
             if index > 0 { text += "," }
             positions[entry.name] = cursor.seq
-            hub.saw(entry.name, clock: cursor.seq, since: seen)
             text += JSON.string(entry.name).serialized() + #":{"status":"ok","changes":[],"cursor":"#
             text += JSON.string(cursor.encode(partition: entry.name, key: key)).serialized()
             text += #","more":false}"#
         }
-        return (Answer(body: Array((text + "}}").utf8), changed: false, positions: positions), nil)
+        return Answer(body: Array((text + "}}").utf8), changed: false, positions: positions)
     }
 
     struct Answer {

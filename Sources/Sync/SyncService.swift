@@ -16,7 +16,8 @@ public final class SyncService: Sendable {
         changes = ChangeHub(capacity: max(1, config.threads / 2))
     }
 
-    /// The LISTEN thread for long polls and the presence sweep.
+    /// The LISTEN thread for long polls and idle polls answered from memory, and the
+    /// presence sweep.
     public func start(conninfo: String, pool: ConnectionPool) {
         changes.startListening(conninfo: conninfo)
         Presence.startSweeping(pool)

@@ -47,4 +47,40 @@ import Testing
         hub.saw("agency=Gabon", clock: 20, since: hub.generation)
         #expect(!hub.moved("agency=Gabon", past: 20))
     }
+
+    @Test func quietOnlyAtTheClockAndHorizonAnIdleCheckSawWhileListening() {
+        let hub = ChangeHub(capacity: 1)
+        hub.saw("agency=Gabon", clock: 10, horizon: 4, since: hub.generation)
+        #expect(!hub.quiet("agency=Gabon", seq: 10, horizon: 4), "no listener yet")
+        hub.setListening(true)
+        #expect(!hub.quiet("agency=Gabon", seq: 10, horizon: 4), "seen before the listener connected")
+        hub.saw("agency=Gabon", clock: 10, horizon: 4, since: hub.generation)
+        #expect(hub.quiet("agency=Gabon", seq: 10, horizon: 4))
+        #expect(!hub.quiet("agency=Gabon", seq: 9, horizon: 4), "a cursor behind the clock")
+        #expect(!hub.quiet("agency=Gabon", seq: 11, horizon: 4), "a cursor past what is known")
+        #expect(!hub.quiet("agency=Gabon", seq: 10, horizon: 3), "another horizon")
+        hub.notify("agency=Gabon")
+        #expect(!hub.quiet("agency=Gabon", seq: 10, horizon: 4), "a commit notified since")
+    }
+
+    @Test func aSnapshotSaysNothingOfTheHorizonButKeepsOneAnIdleCheckSaw() {
+        let hub = ChangeHub(capacity: 1)
+        hub.setListening(true)
+        let seen = hub.generation
+        hub.saw(["agency=Gabon": 10], since: seen)
+        #expect(!hub.quiet("agency=Gabon", seq: 10, horizon: 0))
+        hub.saw("agency=Gabon", clock: 10, horizon: 0, since: seen)
+        hub.saw(["agency=Gabon": 10], since: seen)
+        #expect(hub.quiet("agency=Gabon", seq: 10, horizon: 0))
+    }
+
+    @Test func losingTheListenerForgetsTheClocks() {
+        let hub = ChangeHub(capacity: 1)
+        hub.setListening(true)
+        hub.saw("agency=Gabon", clock: 10, horizon: 0, since: hub.generation)
+        hub.setListening(false)
+        hub.setListening(true)
+        #expect(!hub.quiet("agency=Gabon", seq: 10, horizon: 0))
+        #expect(!hub.moved("agency=Gabon", past: 9), "forgotten")
+    }
 }

@@ -1,0 +1,88 @@
+import Foundation
+import Synchronization
+
+/// What this worker process knows of access tokens, so that an idle poll can be answered
+/// without PostgreSQL (`PullRoute.unchanged`): per token (its SHA-256), until when it is
+/// valid and which partitions it was seen allowed to read — both learned from an idle check
+/// PostgreSQL answered "unchanged" (the token authenticated, every partition readable).
+///
+/// Trusted only while nothing that could make it wrong can have happened unheard: every
+/// change that can end a token or a right notifies `tideway_auth` (statement triggers,
+/// repeatable/0094), on which the listener (`ChangeHub`) empties this cache (`invalidate`),
+/// and a poll is answered from it only after a round trip of the listener begun after the
+/// poll arrived (`ChangeHub.barrier`), which brings every such notification committed
+/// before. Losing the listening connection empties it too (`setLive(false)`), and so does
+/// connecting again (a notification may have been missed in between). A fill that began
+/// before an invalidation is dropped (`fill(since:)`): its statement may have read the old
+/// state.
+public final class AuthCache: Sendable {
+    struct Entry {
+        /// `DispatchTime` uptime (ns) at which the token expires, counted from before the
+        /// statement that read its remaining life (so never later than PostgreSQL's).
+        var expires: UInt64
+        var readable: Set<String>
+    }
+
+    private struct State {
+        var entries: [[UInt8]: Entry] = [:]
+        /// Grows with every invalidation; a fill carries the one it read before its statement.
+        var generation: UInt64 = 0
+        /// The listener is connected.
+        var live = false
+    }
+
+    private let state = Mutex(State())
+    /// Entries kept at most; beyond, the cache starts again (only a saving is lost).
+    let capacity: Int
+
+    public init(capacity: Int = 100_000) {
+        self.capacity = capacity
+    }
+
+    static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+    /// Read before the statement whose answer may `fill` the cache.
+    var generation: UInt64 { state.withLock { $0.generation } }
+
+    /// Whether the token (its hash) is known valid now and allowed to read every one of
+    /// `partitions`, with the listener live.
+    func allows(_ hash: [UInt8], _ partitions: [String], now: UInt64 = now()) -> Bool {
+        state.withLock { state in
+            guard state.live, let entry = state.entries[hash], now < entry.expires else { return false }
+            return partitions.allSatisfy(entry.readable.contains)
+        }
+    }
+
+    /// Remembers what an idle check answered by PostgreSQL showed: the token valid for
+    /// `seconds` more (counted from `asked`, before the statement), `partitions` readable.
+    /// Dropped when an invalidation came since `generation` (read before the statement), or
+    /// when the listener is not live.
+    func fill(_ hash: [UInt8], readable partitions: [String], seconds: Double, asked: UInt64, since generation: UInt64) {
+        guard seconds > 0 else { return }
+        let expires = asked &+ UInt64(min(seconds, 86_400 * 365) * 1e9)
+        state.withLock { state in
+            guard state.live, state.generation == generation else { return }
+            if state.entries[hash] == nil && state.entries.count >= capacity { state.entries.removeAll() }
+            state.entries[hash, default: Entry(expires: expires, readable: [])].readable.formUnion(partitions)
+            state.entries[hash]?.expires = expires
+        }
+    }
+
+    /// Something that decides tokens or rights changed: forget everything.
+    func invalidate() {
+        state.withLock { state in
+            state.entries.removeAll()
+            state.generation += 1
+        }
+    }
+
+    /// The listener connected (after LISTEN) or lost its connection. Both forget everything:
+    /// a fill whose statement ran before LISTEN may have missed a notification.
+    func setLive(_ live: Bool) {
+        state.withLock { state in
+            state.entries.removeAll()
+            state.generation += 1
+            state.live = live
+        }
+    }
+}
