@@ -90,9 +90,10 @@ create or replace trigger report_photos_delete after update on sync.reports
 -- A blob download's one statement (BlobRoutes.download), its own transaction: the caller's
 -- token is checked (app.authenticate: an unknown, expired or revoked token fails here as
 -- everywhere), then the photo's stored content is read if the caller may read the photo's
--- partition now (app.can_read, as app.unchanged does). Nothing is remembered between
--- downloads: a revoked token, a user moved to another agency or a photo moved out of reach
--- is refused at the next request. One row: the caller (for the request's log line), with
+-- partition now (app.can_read, as app.unchanged does). What the worker remembers of its
+-- answer is forgotten on every change that could make it wrong (0094), so a revoked token,
+-- a user moved to another agency or a photo moved out of reach is refused at the next
+-- request. One row: the caller (for the request's log line), with
 -- null content when the photo has none the caller may see. PL/pgSQL, security definer:
 -- its query is planned once per connection, and one app.can_read of one partition replaces
 -- the two tables' read policies (the owner reads past row-level security, so the check is
