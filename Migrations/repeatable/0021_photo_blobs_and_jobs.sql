@@ -90,16 +90,29 @@ create or replace trigger report_photos_delete after update on sync.reports
 -- A blob download's one statement (BlobRoutes.download), its own transaction: the caller's
 -- token is checked (app.authenticate: an unknown, expired or revoked token fails here as
 -- everywhere), then the photo's stored content is read if the caller may read the photo's
--- partition now (app.can_read, as app.unchanged does). Nothing is remembered between
--- downloads: a revoked token, a user moved to another agency or a photo moved out of reach
--- is refused at the next request. One row: the caller (for the request's log line), with
+-- partition now (app.can_read, as app.unchanged does). What the worker remembers of its
+-- answer is forgotten on every change that could make it wrong (0094), so a revoked token,
+-- a user moved to another agency or a photo moved out of reach is refused at the next
+-- request. One row: the caller (for the request's log line), with
 -- null content when the photo has none the caller may see. PL/pgSQL, security definer:
 -- its query is planned once per connection, and one app.can_read of one partition replaces
 -- the two tables' read policies (the owner reads past row-level security, so the check is
 -- the function's own). It replaces BEGIN, the claims statement, the query and COMMIT
--- (docs/performance.md, "Blobs, this round").
+-- (docs/performance.md, "Blobs, this round"). It also answers the photo's partition and
+-- the token's remaining life (app.access_token_ttl, 0094): what the worker remembers to
+-- answer the next downloads from memory (Sources/Blobs/BlobMemory.swift), emptied by the
+-- triggers of 0094 (which watch the photo and blob columns read here too).
+do $$
+begin
+    -- Until issue 22's fifth round it answered neither; a return type cannot be replaced in place.
+    if not (select 'ttl' = any (proargnames) from pg_proc
+             where oid = to_regprocedure('app.blob_for_download(bytea, text)')) then
+        drop function app.blob_for_download(bytea, text);
+    end if;
+end
+$$;
 create or replace function app.blob_for_download(token_hash bytea, photo text)
-returns table (user_id uuid, sha256 text, content_type text, bytes bigint)
+returns table (user_id uuid, sha256 text, content_type text, bytes bigint, partition text, ttl double precision)
 language plpgsql security definer set search_path = app, pg_temp as $$
 #variable_conflict use_column
 declare
@@ -107,7 +120,8 @@ declare
 begin
     select a.user_id into caller from app.authenticate(token_hash, 'access') a;
     return query
-        select caller, b.sha256, b.content_type, b.bytes
+        select caller, b.sha256, b.content_type, b.bytes, b.partition,
+               case when b.sha256 is not null then app.access_token_ttl(token_hash) end
           from (values (1)) as one
           left join (app.photo_blobs b
                      join sync.photos p on p.id = b.photo_id and p.partition = b.partition and not p.deleted)

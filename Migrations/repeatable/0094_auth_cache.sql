@@ -41,6 +41,30 @@ begin
 end
 $$;
 
+-- What a photo download answers (app.blob_for_download, 0021), which a worker remembers per
+-- photo (Sources/Blobs/BlobMemory.swift): the photo's stored content and partition, and that
+-- the photo is not deleted. Row triggers with conditions, not statement triggers: every
+-- write of a photo sets `deleted` and every upload's upsert sets the content's columns, and
+-- only a change of what was answered may empty every worker's memory (a re-upload of the
+-- same bytes, a new pictureURL, a tombstone purged, do not). Inserts are not watched: a
+-- new photo or content row cannot make a remembered answer wrong (a photo's content is one
+-- row, its id the key, so a second upload of a photo is an update).
+create or replace trigger auth_changed after update of id, partition, deleted on sync.photos
+    for each row when (not old.deleted and (new.deleted or new.id <> old.id or new.partition <> old.partition))
+    execute function app.auth_changed();
+create or replace trigger auth_changed_delete after delete on sync.photos
+    for each row when (not old.deleted) execute function app.auth_changed();
+create or replace trigger auth_changed_truncate after truncate on sync.photos
+    for each statement execute function app.auth_changed();
+create or replace trigger auth_changed after update on app.photo_blobs
+    for each row when ((new.photo_id, new.partition, new.sha256, new.content_type, new.bytes)
+                       is distinct from (old.photo_id, old.partition, old.sha256, old.content_type, old.bytes))
+    execute function app.auth_changed();
+create or replace trigger auth_changed_delete after delete on app.photo_blobs
+    for each row execute function app.auth_changed();
+create or replace trigger auth_changed_truncate after truncate on app.photo_blobs
+    for each statement execute function app.auth_changed();
+
 -- How long the caller's access token has left, in seconds (null when it is not a live
 -- access token): how long the worker may remember it. Asked in the statement that calls
 -- app.unchanged, which has checked the token.

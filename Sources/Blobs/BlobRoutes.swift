@@ -10,9 +10,11 @@ import Web
 /// `PUT|GET /api/v1/blobs/<photoId>` (sync-protocol.md, Blobs). The worker decides who may
 /// do what; nginx sends the bytes of a GET from its internal `/_blobs/` location.
 package enum BlobRoutes {
-    package static func register(_ router: inout Router) {
+    /// `sync`: its listener and token cache, which downloads answered from memory rely on.
+    package static func register(_ router: inout Router, sync: SyncService) {
+        let memory = BlobMemory()
         router.put("/api/v1/blobs/:photoId", upload)
-        router.get("/api/v1/blobs/:photoId", download)
+        router.get("/api/v1/blobs/:photoId") { try download($0, hub: sync.changes, memory: memory) }
     }
 
     /// The largest photo accepted (nginx's client_max_body_size is the same 16 MiB).
@@ -132,28 +134,57 @@ package enum BlobRoutes {
         }
     }
 
-    static func download(_ context: RequestContext) throws -> HTTPResponse {
+    static func download(_ context: RequestContext, hub: ChangeHub, memory: BlobMemory) throws -> HTTPResponse {
         let id = try photoID(context)
         guard let token = context.bearerToken else { throw AppError.unauthenticated }
+        let hash = Crypto.sha256(token)
+        // From memory when everything the statement below would check is known here: the
+        // photo's content and partition (`BlobMemory`), the token valid, allowed to read that
+        // partition and whose it is (`AuthCache`) — both learned from that statement, emptied
+        // on every change that could make them wrong (repeatable/0094) — and known still once
+        // the listener has heard every notification committed before this request
+        // (`ChangeHub.barrier`): a revocation, a deleted or moved photo committed before the
+        // download is always refused, as in PullRoute.unchanged.
+        func known() -> (user: String, blob: BlobMemory.Blob)? {
+            guard let blob = memory.blob(id, generation: hub.auth.generation),
+                  let user = hub.auth.caller(hash, reading: blob.partition) else { return nil }
+            return (user, blob)
+        }
+        if known() != nil && hub.barrier(), let hit = known() {
+            context.loggedUserID = hit.user
+            return answer(context, sha: hit.blob.sha256, type: hit.blob.contentType, bytes: hit.blob.bytes)
+        }
+        let seen = hub.auth.generation
+        let asked = AuthCache.now()
         // One statement, its own transaction, prepared once per connection: app.blob_for_download
         // checks the token and reads the photo under its partition's rule (BEGIN, the claims,
         // the query and COMMIT were most of a download's PostgreSQL and worker time,
-        // docs/performance.md). Nothing is cached: a revoked token or a photo out of reach is
-        // refused at the next download. An unknown token fails the statement: 401.
+        // docs/performance.md). An unknown token fails the statement: 401.
         let row = try context.app.database.withConnection { connection in
-            try connection.execute(.reused("select * from app.blob_for_download(\(Tokens.hash(token)), \(id))")).first
+            try connection.execute(.reused("select * from app.blob_for_download(\(SQLBytes(hash)), \(id))")).first
         }
         if let user = row?["user_id"] { context.loggedUserID = user }
         // Another agency's photo is not found, like one that does not exist.
         guard let row, let sha = row["sha256"], let type = row["content_type"] else {
             throw AppError.notFound("no stored bytes for this photo")
         }
+        let bytes = row["bytes"].flatMap(Int64.init) ?? 0
+        if let user = row["user_id"], let partition = row["partition"], let ttl = row["ttl"].flatMap(Double.init) {
+            hub.auth.fill(hash, readable: [partition], seconds: ttl, asked: asked, since: seen, user: user)
+            memory.fill(id, .init(partition: partition, sha256: sha, contentType: type, bytes: bytes),
+                        since: seen, current: hub.auth.generation)
+        }
+        return answer(context, sha: sha, type: type, bytes: bytes)
+    }
+
+    /// The answer to a download the caller may make: nginx sends the bytes (`/_blobs/`).
+    static func answer(_ context: RequestContext, sha: String, type: String, bytes: Int64) -> HTTPResponse {
         let etag = "\"\(sha)\""
         let headers = [("ETag", etag), ("Cache-Control", "private")]
         if let condition = context.request.headers["if-none-match"], matches(condition, etag: etag) {
             return HTTPResponse(status: 304, headers: headers)
         }
-        Counter(label: "tideway_blob_bytes_served_total").increment(by: Int64(row["bytes"].flatMap(Double.init) ?? 0))
+        Counter(label: "tideway_blob_bytes_served_total").increment(by: bytes)
         return HTTPResponse(status: 200, headers: headers + [
             ("Content-Type", type), ("X-Accel-Redirect", "/_blobs/" + BlobStore.relativePath(sha: sha)),
         ])

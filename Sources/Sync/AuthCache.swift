@@ -4,7 +4,9 @@ import Synchronization
 /// What this worker process knows of access tokens, so that an idle poll can be answered
 /// without PostgreSQL (`PullRoute.unchanged`): per token (its SHA-256), until when it is
 /// valid and which partitions it was seen allowed to read — both learned from an idle check
-/// PostgreSQL answered "unchanged" (the token authenticated, every partition readable).
+/// PostgreSQL answered "unchanged" (the token authenticated, every partition readable), or
+/// from a photo download PostgreSQL answered (which also tells whose token it is; the
+/// download's own memory, `BlobMemory`, is kept under this cache's `generation`).
 ///
 /// Trusted only while nothing that could make it wrong can have happened unheard: every
 /// change that can end a token or a right notifies `tideway_auth` (statement triggers,
@@ -15,12 +17,14 @@ import Synchronization
 /// connecting again (a notification may have been missed in between). A fill that began
 /// before an invalidation is dropped (`fill(since:)`): its statement may have read the old
 /// state.
-public final class AuthCache: Sendable {
+package final class AuthCache: Sendable {
     struct Entry {
         /// `DispatchTime` uptime (ns) at which the token expires, counted from before the
         /// statement that read its remaining life (so never later than PostgreSQL's).
         var expires: UInt64
         var readable: Set<String>
+        /// The token's user, when a statement that answered it was seen (a download's).
+        var user: String?
     }
 
     private struct State {
@@ -35,14 +39,15 @@ public final class AuthCache: Sendable {
     /// Entries kept at most; beyond, the cache starts again (only a saving is lost).
     let capacity: Int
 
-    public init(capacity: Int = 100_000) {
+    package init(capacity: Int = 100_000) {
         self.capacity = capacity
     }
 
-    static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+    package static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
-    /// Read before the statement whose answer may `fill` the cache.
-    var generation: UInt64 { state.withLock { $0.generation } }
+    /// Read before the statement whose answer may `fill` the cache. Grows with every
+    /// invalidation, so what is remembered elsewhere under it is forgotten with the cache.
+    package var generation: UInt64 { state.withLock { $0.generation } }
 
     /// Whether the token (its hash) is known valid now and allowed to read every one of
     /// `partitions`, with the listener live.
@@ -53,11 +58,22 @@ public final class AuthCache: Sendable {
         }
     }
 
+    /// The token's user, when the token is known valid now and allowed to read `partition`,
+    /// and its user known, with the listener live.
+    package func caller(_ hash: [UInt8], reading partition: String, now: UInt64 = now()) -> String? {
+        state.withLock { state in
+            guard state.live, let entry = state.entries[hash], now < entry.expires,
+                  entry.readable.contains(partition) else { return nil }
+            return entry.user
+        }
+    }
+
     /// Remembers what an idle check answered by PostgreSQL showed: the token valid for
     /// `seconds` more (counted from `asked`, before the statement), `partitions` readable.
     /// Dropped when an invalidation came since `generation` (read before the statement), or
     /// when the listener is not live.
-    func fill(_ hash: [UInt8], readable partitions: [String], seconds: Double, asked: UInt64, since generation: UInt64) {
+    package func fill(_ hash: [UInt8], readable partitions: [String], seconds: Double, asked: UInt64,
+                      since generation: UInt64, user: String? = nil) {
         guard seconds > 0 else { return }
         let expires = asked &+ UInt64(min(seconds, 86_400 * 365) * 1e9)
         state.withLock { state in
@@ -65,6 +81,7 @@ public final class AuthCache: Sendable {
             if state.entries[hash] == nil && state.entries.count >= capacity { state.entries.removeAll() }
             state.entries[hash, default: Entry(expires: expires, readable: [])].readable.formUnion(partitions)
             state.entries[hash]?.expires = expires
+            if let user { state.entries[hash]?.user = user }
         }
     }
 

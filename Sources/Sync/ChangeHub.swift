@@ -29,7 +29,7 @@ public final class ChangeHub: @unchecked Sendable {
     /// False while the listening connection is down: waits then poll instead.
     private var listening = false
     /// Tokens and rights this worker saw, for idle polls answered from memory.
-    let auth = AuthCache()
+    package let auth = AuthCache()
     private let trips = ListenerBarrier()
 
     public init(capacity: Int) {
@@ -167,7 +167,7 @@ public final class ChangeHub: @unchecked Sendable {
     /// PostgreSQL sends a listening backend every notification committed before a statement
     /// ahead of that statement's answer (it takes them in before it reports ready). One
     /// round trip answers every poll that was waiting when it was sent.
-    func barrier() -> Bool {
+    package func barrier() -> Bool {
         trips.await(timeout: 1)
     }
 

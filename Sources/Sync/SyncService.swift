@@ -6,7 +6,7 @@ import Support
 /// and handed to `SyncRoutes`.
 public final class SyncService: Sendable {
     /// Commit notifications, for long polls.
-    let changes: ChangeHub
+    package let changes: ChangeHub
     let presence = Presence()
     /// Where devices' cursors stand, written on pulls that name their device.
     let devicePulls = DevicePulls()

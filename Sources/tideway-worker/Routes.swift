@@ -33,7 +33,7 @@ struct Capabilities {
         SyncRoutes.register(&router, service: sync)
         RegisterRoute.register(&router)
         EventRoutes.register(&router)
-        BlobRoutes.register(&router)
+        BlobRoutes.register(&router, sync: sync)
         LoginPages.register(&router)
         HomePage.register(&router)
         BoardingRoutes.register(&router)

@@ -64,6 +64,20 @@ import Testing
         #expect(!cache.allows(token, ["agency=Gabon"]), "forgotten when the connection was lost")
     }
 
+    @Test func theCallerOnlyOfADownloadsFillAndOnlyForItsPartition() {
+        let cache = live()
+        cache.fill(token, readable: ["agency=Gabon"], seconds: 60, asked: AuthCache.now(), since: cache.generation)
+        #expect(cache.caller(token, reading: "agency=Gabon") == nil, "an idle check does not say whose token it is")
+        cache.fill(token, readable: ["agency=WildAid"], seconds: 60, asked: AuthCache.now(), since: cache.generation,
+                   user: "u1")
+        #expect(cache.caller(token, reading: "agency=WildAid") == "u1")
+        #expect(cache.caller(token, reading: "agency=Gabon") == "u1")
+        #expect(cache.caller(token, reading: "agency=Other") == nil, "a partition never seen readable")
+        #expect(cache.caller(other, reading: "agency=WildAid") == nil)
+        cache.invalidate()
+        #expect(cache.caller(token, reading: "agency=WildAid") == nil)
+    }
+
     @Test func aFullCacheStartsAgain() {
         let cache = AuthCache(capacity: 2)
         cache.setLive(true)
