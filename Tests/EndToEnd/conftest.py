@@ -78,6 +78,20 @@ def worker_db():
     return psycopg2.connect(WORKER_DB)
 
 
+@contextlib.contextmanager
+def workers_refused(function):
+    """EXECUTE on `function` (its signature, e.g. "app.unchanged(bytea, text[], bigint[],
+    bigint[])") taken from the workers' role for the block: every request PostgreSQL would
+    answer through it fails, so a success can only have come from a worker's memory."""
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute(f"revoke execute on function {function} from tideway_worker")
+    try:
+        yield
+    finally:
+        with admin_db() as conn, conn.cursor() as cur:
+            cur.execute(f"grant execute on function {function} to tideway_worker")
+
+
 def new_user(role="officer", agency="Gabon", password=PASSWORD):
     """A fresh user (so tests that revoke or rate-limit do not disturb the demo logins)."""
     email = f"t-{uuid.uuid4().hex[:10]}@test.tideway"

@@ -7,12 +7,11 @@ listening connection is down; each checked at once, without sleeping.
 Whether an answer came from memory is told from the attacker's side of the database: with
 EXECUTE on app.blob_for_download taken from the workers' role, every download PostgreSQL
 would answer fails, so a 200 can only have come from memory."""
-import contextlib
 import time
 
 import pytest
 
-from conftest import URL, admin_db, api, error_of, new_user, token
+from conftest import URL, admin_db, workers_refused, api, error_of, new_user, token
 from patrol_support import fake_jpeg, new_photo, push_one, sha
 from synclib import new_agency
 from test_sync_idle_memory import listeners
@@ -20,15 +19,8 @@ from test_sync_idle_memory import listeners
 DOWNLOAD = "app.blob_for_download(bytea, text)"
 
 
-@contextlib.contextmanager
 def database_refuses_downloads():
-    with admin_db() as conn, conn.cursor() as cur:
-        cur.execute(f"revoke execute on function {DOWNLOAD} from tideway_worker")
-    try:
-        yield
-    finally:
-        with admin_db() as conn, conn.cursor() as cur:
-            cur.execute(f"grant execute on function {DOWNLOAD} to tideway_worker")
+    return workers_refused(DOWNLOAD)
 
 
 def get(tok, pid, **kwargs):

@@ -7,28 +7,20 @@ worker's listening connection is down — each checked at once, without sleeping
 Whether an answer came from memory is told from the attacker's side of the database: with
 EXECUTE on app.unchanged taken from the workers' role, every poll PostgreSQL would answer
 fails, so a 200 can only have come from memory."""
-import contextlib
 import time
 import uuid
 
 import pytest
 
-from conftest import URL, admin_db, login, new_user
+from conftest import URL, admin_db, workers_refused, login, new_user
 from synclib import Client, change, doc_for, new_agency, new_conversation, new_team, user_id
 from test_teams import grant, revoke
 
 UNCHANGED = "app.unchanged(bytea, text[], bigint[], bigint[])"
 
 
-@contextlib.contextmanager
 def database_refuses_idle_checks():
-    with admin_db() as conn, conn.cursor() as cur:
-        cur.execute(f"revoke execute on function {UNCHANGED} from tideway_worker")
-    try:
-        yield
-    finally:
-        with admin_db() as conn, conn.cursor() as cur:
-            cur.execute(f"grant execute on function {UNCHANGED} to tideway_worker")
+    return workers_refused(UNCHANGED)
 
 
 def at_the_end(client, cursors):
