@@ -137,7 +137,7 @@ package enum BlobRoutes {
     static func download(_ context: RequestContext, hub: ChangeHub, memory: BlobMemory) throws -> HTTPResponse {
         let id = try photoID(context)
         guard let token = context.bearerToken else { throw AppError.unauthenticated }
-        let hash = Crypto.sha256(token)
+        let hash = Tokens.digest(token)
         // From memory when everything the statement below would check is known here: the
         // photo's content and partition (`BlobMemory`), the token valid, allowed to read that
         // partition and whose it is (`AuthCache`) — both learned from that statement, emptied

@@ -1,7 +1,6 @@
 import Database
 import FastCGI
 import Foundation
-import Support
 import TidewayJSON
 import Web
 
@@ -121,7 +120,7 @@ enum PullRoute {
             horizons.append(String(cursor.horizon))
             cursors.append(cursor)
         }
-        let hash = Crypto.sha256(token)
+        let hash = Tokens.digest(token)
         func known() -> Bool {
             hub.auth.allows(hash, names)
                 && zip(names, cursors).allSatisfy { hub.quiet($0, seq: $1.seq, horizon: $1.horizon) }

@@ -8,7 +8,11 @@ public enum TokenKind: String, Sendable {
 
 /// Opaque bearer tokens: random, shown to the client once, stored as SHA-256 only.
 public enum Tokens {
-    public static func hash(_ token: String) -> SQLBytes { SQLBytes(Crypto.sha256(token)) }
+    /// What the database stores and looks a token up by, and what workers remember it by
+    /// (the idle polls' and downloads' memory, `AuthCache`).
+    public static func digest(_ token: String) -> [UInt8] { Crypto.sha256(token) }
+
+    public static func hash(_ token: String) -> SQLBytes { SQLBytes(digest(token)) }
 
     /// The first statement of an authenticated transaction: checks the token and sets the
     /// caller's claims (`tideway.user_id`, `tideway.role`, `tideway.agency`) for it.
