@@ -123,11 +123,11 @@ extension Int32: SQLValue { public var sqlText: String { String(self) } }
 extension Double: SQLValue { public var sqlText: String { "\(self)" } }
 extension Bool: SQLValue { public var sqlText: String { self ? "t" : "f" } }
 
-/// A text[] parameter (`= any(\(list))`), also the `jsonb[]` of a push's new documents.
-/// Made on UTF-8 bytes in one buffer: built with Character iteration and string
-/// concatenation, it was a third of the worker's CPU in a push of 25 reports, whose
-/// serialized documents are full of quotes to escape (docs/performance.md, "The worker's
-/// CPU per pushed document").
+/// A text[] parameter (`= any(\(list))`, a push's ids, partitions and change ids). Made on
+/// UTF-8 bytes in one buffer: built with Character iteration and string concatenation, it
+/// was a third of the worker's CPU in a push of 25 reports while the documents went as a
+/// `jsonb[]` too, full of quotes to escape (docs/performance.md, "The worker's CPU per
+/// pushed document"; they now go as one JSON array, `WritePlan`).
 extension Array: SQLValue where Element == String {
     public var sqlText: String {
         var out: [UInt8] = []
