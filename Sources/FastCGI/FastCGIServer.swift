@@ -145,7 +145,7 @@ public final class FastCGIServer: Sendable {
             // nginx never keeps a connection after an X-Accel-Redirect answer (a photo
             // download, an event stream): it acts on the headers and closes it before reading
             // FCGI_END_REQUEST, the only place its FastCGI module marks a connection reusable
-            // (ngx_http_upstream_process_headers, 1.22 to 1.27). Waiting for the next request
+            // (ngx_http_upstream_process_headers, 1.22 to 1.31). Waiting for the next request
             // on it would only wake this thread for that close, then libfcgi's lingering close
             // (shutdown, poll, read): close it ourselves after the answer. A unix socket keeps
             // what was written for nginx to read after our close (docs/performance.md,
