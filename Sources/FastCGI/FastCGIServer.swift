@@ -28,6 +28,8 @@ public final class FastCGIServer: Sendable {
     private let threads: Int
     /// The socket's path when the worker bound it itself (not under socket activation).
     private let ownedPath: String?
+    /// A unix socket (see `serve`: closing a connection first is safe there, not over TCP).
+    private let unixSocket: Bool
     private let inFlight = Mutex(0)
     private let serving = Mutex(0)
     private let stopping = Atomic<Bool>(false)
@@ -39,6 +41,16 @@ public final class FastCGIServer: Sendable {
         self.listenFD = listenFD
         self.threads = max(1, threads)
         self.ownedPath = ownedPath
+        self.unixSocket = Self.isUnixSocket(listenFD)
+    }
+
+    static func isUnixSocket(_ fd: Int32) -> Bool {
+        var address = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return named == 0 && address.ss_family == sa_family_t(AF_UNIX)
     }
 
     /// Runs until SIGTERM or SIGINT; returns after the requests in hand are answered
@@ -141,8 +153,20 @@ public final class FastCGIServer: Sendable {
                 continue
             }
             inFlight.withLock { $0 += 1 }
-            let large = answer(request, with: handler)
+            let (large, answered) = answer(request, with: handler)
+            let redirected = answered && unixSocket
+            // nginx never keeps a connection after an X-Accel-Redirect answer (a photo
+            // download, an event stream): it acts on the headers and closes it before reading
+            // FCGI_END_REQUEST, the only place its FastCGI module marks a connection reusable
+            // (ngx_http_upstream_process_headers, 1.22 to 1.31). Waiting for the next request
+            // on it would only wake this thread for that close, then libfcgi's lingering close
+            // (shutdown, poll, read): close it ourselves after the answer. A unix socket keeps
+            // what was written for nginx to read after our close, even with bytes of nginx's
+            // left unread here (a TCP connection would be reset and could lose the answer:
+            // there the lingering close stays). docs/performance.md, "Blobs, sixth round".
+            if redirected { tw_fcgx_close_when_finished(request) }
             FCGX_Finish_r(request)
+            if redirected { tw_fcgx_undetach(request) }
             inFlight.withLock { $0 -= 1 }
             // A large request or response (a full pull, a push with inline photos, a CSV
             // export) leaves megabytes free inside the allocator's arenas, which glibc keeps:
@@ -155,8 +179,9 @@ public final class FastCGIServer: Sendable {
     /// A request or response body from this size on counts as large (see `serve`).
     static let largeBody = 256 * 1024
 
-    /// Answers one request; true when its request or response body was large.
-    private func answer(_ raw: UnsafeMutablePointer<FCGX_Request>, with handler: Handler) -> Bool {
+    /// Answers one request: whether its request or response body was large, and whether the
+    /// answer was an X-Accel-Redirect (after which nginx closes the connection).
+    private func answer(_ raw: UnsafeMutablePointer<FCGX_Request>, with handler: Handler) -> (large: Bool, redirected: Bool) {
         let params = RequestFields(entries: tw_fcgx_envp(raw))
         let input = tw_fcgx_in(raw)
         let length = params["CONTENT_LENGTH"].flatMap { Int($0) }
@@ -197,7 +222,12 @@ public final class FastCGIServer: Sendable {
             writer.flush()
             large = large || writer.bodyBytes >= Self.largeBody
         }
-        return large
+        return (large, response.headers.contains { Self.isRedirect($0.0) })
+    }
+
+    /// `X-Accel-Redirect`, in any case (compared without allocating for other names).
+    static func isRedirect(_ name: String) -> Bool {
+        name.utf8.count == 16 && name.lowercased() == "x-accel-redirect"
     }
 
     /// The answer in place of one that cannot be sent: the contract's JSON error on /api/.

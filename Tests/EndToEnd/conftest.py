@@ -158,11 +158,11 @@ def worker_pids():
     return pids
 
 
-def fastcgi(socket_path, method, path, headers=None, body=b"", content_length=None, timeout=10,
-            remote_addr="127.0.0.1"):
-    """One request straight to a worker's FastCGI socket, past nginx: to reach one given
-    worker, or to send what nginx would refuse. Answers (status, headers, body)."""
-    import socket
+def fastcgi_request(method, path, headers=None, body=b"", content_length=None, remote_addr="127.0.0.1",
+                    keep=False):
+    """The records of one FastCGI request as nginx sends them: FCGI_BEGIN_REQUEST (responder;
+    FCGI_KEEP_CONN when `keep`, as nginx's fastcgi_keep_conn), FCGI_PARAMS, FCGI_STDIN, each
+    ended by an empty record."""
     import struct
 
     def record(kind, content, request_id=1):
@@ -183,34 +183,35 @@ def fastcgi(socket_path, method, path, headers=None, body=b"", content_length=No
         key = name.upper().replace("-", "_")
         params[key if key == "CONTENT_TYPE" else "HTTP_" + key] = value
     encoded = b"".join(pair(k.encode(), v.encode()) for k, v in params.items())
-    # FCGI_BEGIN_REQUEST (responder, no keep-alive), FCGI_PARAMS, FCGI_STDIN, each ended by an empty record.
-    message = record(1, struct.pack(">HB5x", 1, 0)) + record(4, encoded) + record(4, b"")
+    message = record(1, struct.pack(">HB5x", 1, 1 if keep else 0)) + record(4, encoded) + record(4, b"")
     for i in range(0, len(body), 65535):
         message += record(5, body[i:i + 65535])
-    message += record(5, b"")
-    out = b""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(timeout)
-        s.connect(socket_path)
-        s.sendall(message)
-        data = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
+    return message + record(5, b"")
+
+
+def fastcgi_answer(s):
+    """Reads one answer from a connected FastCGI socket, up to its FCGI_END_REQUEST (or the
+    connection's end). Answers (status, headers, body)."""
+    import struct
+
+    out, data = b"", b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+        ended = False
+        while len(data) >= 8:
+            _, kind, _, length, padding = struct.unpack(">BBHHB", data[:7])
+            if len(data) < 8 + length + padding:
                 break
-            data += chunk
-            ended = False
-            while len(data) >= 8:
-                _, kind, _, length, padding = struct.unpack(">BBHHB", data[:7])
-                if len(data) < 8 + length + padding:
-                    break
-                if kind == 6:  # FCGI_STDOUT
-                    out += data[8:8 + length]
-                elif kind == 3:  # FCGI_END_REQUEST
-                    ended = True
-                data = data[8 + length + padding:]
-            if ended:
-                break
+            if kind == 6:  # FCGI_STDOUT
+                out += data[8:8 + length]
+            elif kind == 3:  # FCGI_END_REQUEST
+                ended = True
+            data = data[8 + length + padding:]
+        if ended:
+            break
     head, _, content = out.partition(b"\r\n\r\n")
     answer_headers = {}
     for line in head.decode().split("\r\n"):
@@ -218,3 +219,16 @@ def fastcgi(socket_path, method, path, headers=None, body=b"", content_length=No
         answer_headers[name.strip().lower()] = value.strip()
     status = int(answer_headers.get("status", "200").split()[0])
     return status, answer_headers, content
+
+
+def fastcgi(socket_path, method, path, headers=None, body=b"", content_length=None, timeout=10,
+            remote_addr="127.0.0.1"):
+    """One request straight to a worker's FastCGI socket, past nginx: to reach one given
+    worker, or to send what nginx would refuse. Answers (status, headers, body)."""
+    import socket
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        s.connect(socket_path)
+        s.sendall(fastcgi_request(method, path, headers, body, content_length, remote_addr))
+        return fastcgi_answer(s)
