@@ -6,8 +6,8 @@ import Web
 
 /// Presence (domain.md effect 5): a user who synced in the last 60 s is On-Line. Syncing
 /// touches the user's presence at most every `interval` seconds per worker process: a pull
-/// in a small transaction of its own (pulls are read-only), a push in its own transaction;
-/// a sweep turns idle users Off-Line.
+/// in a small transaction of its own (pulls are read-only), a push in the push's
+/// transaction; a sweep turns idle users Off-Line.
 public final class Presence: Sendable {
     /// When each login (by its token's hash) last touched presence here. In shards: every
     /// sync request of every thread comes through, and one lock was contended.
@@ -19,11 +19,11 @@ public final class Presence: Sendable {
         self.interval = interval
     }
 
-    /// The touch, for a request that runs it in a write transaction of its own (a push).
+    /// The touch as a statement, which a push sends in the push's own transaction.
     static let statement: SQL = .reused("select app.touch_presence()")
 
     /// Whether this login's touch is due in this worker process; if so it counts as done
-    /// from now. A push that is due sends `statement` in its own transaction, before its
+    /// from now. A push that is due sends `statement` in the push's transaction, before its
     /// COMMIT: one WAL flush on the answer's path rather than two (docs/performance.md,
     /// "The write's tail").
     func due(_ context: RequestContext) -> Bool {
