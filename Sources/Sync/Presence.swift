@@ -5,8 +5,9 @@ import Synchronization
 import Web
 
 /// Presence (domain.md effect 5): a user who synced in the last 60 s is On-Line. Syncing
-/// touches the user's presence at most every `interval` seconds per worker process, in a
-/// small transaction of its own (pulls are read-only); a sweep turns idle users Off-Line.
+/// touches the user's presence at most every `interval` seconds per worker process: a pull
+/// in a small transaction of its own (pulls are read-only), a push in the push's
+/// transaction; a sweep turns idle users Off-Line.
 public final class Presence: Sendable {
     /// When each login (by its token's hash) last touched presence here. In shards: every
     /// sync request of every thread comes through, and one lock was contended.
@@ -18,22 +19,33 @@ public final class Presence: Sendable {
         self.interval = interval
     }
 
-    /// Call after a successful sync request (its Bearer token identifies the login).
-    func touch(_ context: RequestContext) {
-        guard let token = context.bearerToken else { return }
+    /// The touch as a statement, which a push sends in the push's own transaction.
+    static let statement: SQL = .reused("select app.touch_presence()")
+
+    /// Whether this login's touch is due in this worker process; if so it counts as done
+    /// from now. A push that is due sends `statement` in the push's transaction, before its
+    /// COMMIT: one WAL flush on the answer's path rather than two (docs/performance.md,
+    /// "The write's tail").
+    func due(_ context: RequestContext) -> Bool {
+        guard let token = context.bearerToken else { return false }
         let digest = Crypto.sha256(token)
         // 64 bits of the hash: a collision only delays one login's touch by `interval`.
         let key = digest.prefix(8).reduce(0) { $0 << 8 | Int($1) }
         let now = Date()
-        let due = lastTouch[Int(digest[8] & 15)].seen.withLock { seen -> Bool in
+        return lastTouch[Int(digest[8] & 15)].seen.withLock { seen -> Bool in
             if let last = seen[key], now.timeIntervalSince(last) < interval { return false }
             if seen.count > 5_000 { seen.removeAll() }
             seen[key] = now
             return true
         }
-        guard due else { return }
+    }
+
+    /// Call after a successful sync request (its Bearer token identifies the login) that
+    /// does not write: the touch in a small transaction of its own.
+    func touch(_ context: RequestContext) {
+        guard let token = context.bearerToken, due(context) else { return }
         do {
-            try context.asCaller(token: token) { tx, _ in _ = try tx.query("select app.touch_presence()") }
+            try context.asCaller(token: token) { tx, _ in _ = try tx.query(Presence.statement) }
         } catch let error as DatabaseError where error.sqlState == "28000" {
             // A revoked or expired token: the request itself answers 401 next; nothing to log.
         } catch {

@@ -68,13 +68,18 @@ enum PushRoute {
         default: throw AppError.badRequest("appVersion must be a string or null")
         }
         let writeLimits = WritePath.Limits(documentBytes: limits.documentBytes)
+        // Presence, when due, in the push's own transaction: a second one would be a second
+        // WAL flush before the answer (docs/performance.md, "The write's tail"). A push that
+        // fails leaves it to the login's next sync after `Presence.interval`.
+        let also = service.presence.due(context) ? [Presence.statement] : []
         // New documents only (a device back from sea): one round trip, unless it turns out
         // to be a retry or to touch a partition the caller may not write (nil: nothing was
         // written, and the push goes the usual way).
         func firstPush() throws -> [JSON]? {
             do {
                 return try context.asAPICaller { tx, caller in
-                    try WritePath.applyFirstPush(inputs, clientID: clientID, device: device, caller: caller, in: tx, limits: writeLimits)
+                    try WritePath.applyFirstPush(inputs, clientID: clientID, device: device, caller: caller, in: tx, limits: writeLimits,
+                                                 also: also)
                 }
             } catch is WritePath.NeedsReads {
                 return nil
@@ -82,9 +87,9 @@ enum PushRoute {
         }
         let results = try (WritePath.needsNoReads(inputs) ? firstPush() : nil) ?? context.asAPICaller { tx, caller in
             // The writes and the COMMIT in one round trip: nothing follows them.
-            try WritePath.apply(inputs, clientID: clientID, device: device, caller: caller, in: tx, limits: writeLimits, commit: true)
+            try WritePath.apply(inputs, clientID: clientID, device: device, caller: caller, in: tx, limits: writeLimits, commit: true,
+                                also: also)
         }
-        service.presence.touch(context)
         // One counter per outcome rather than per change: making a Counter looks it up in
         // the metrics factory under a lock.
         var outcomes: [Outcome: Int] = [:]

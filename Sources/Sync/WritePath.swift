@@ -24,10 +24,11 @@ public enum WritePath {
     /// trips: one reads what the batch needs (earlier outcomes, current documents, locked),
     /// one sends every write — and, with `commit`, the COMMIT too (a push, whose
     /// transaction ends with its writes: one round trip fewer per push). A push of new
-    /// documents only may go in one (`applyFirstPush`).
+    /// documents only may go in one (`applyFirstPush`). `also`: the caller's own statements
+    /// for the same transaction, sent after the writes (a push's presence touch).
     public static func apply(
         _ inputs: [Input], clientID: String?, device: String = "", caller: CallerInfo, in tx: Transaction, limits: Limits,
-        commit: Bool = false
+        commit: Bool = false, also: [SQL] = []
     ) throws -> [JSON] {
         let changes = inputs.compactMap { try? $0.get() }
         var reads: [SQL] = []
@@ -87,7 +88,8 @@ public enum WritePath {
         }
         let plan = try plan(inputs, clientID: clientID, device: device, earlier: earlier, current: current,
                             writable: { writable.contains($0) }, caller: caller, limits: limits)
-        let statements = plan.finished()
+        // `also` after the writes: its results follow theirs, which `answers` reads by index.
+        let statements = plan.finished() + also
         let written = statements.isEmpty ? [] : try tx.queries(statements, thenCommit: commit)
         return try plan.answers(written)
     }
@@ -113,7 +115,8 @@ public enum WritePath {
     /// unless the reads would find no earlier outcome and every write right, then the writes
     /// as `apply` plans them for ids found nowhere, without savepoints (`Plan.oneTrip`).
     public static func applyFirstPush(
-        _ inputs: [Input], clientID: String, device: String, caller: CallerInfo, in tx: Transaction, limits: Limits
+        _ inputs: [Input], clientID: String, device: String, caller: CallerInfo, in tx: Transaction, limits: Limits,
+        also: [SQL] = []
     ) throws -> [JSON] {
         precondition(needsNoReads(inputs), "applyFirstPush of a push that needs its reads")
         let changes = inputs.compactMap { try? $0.get() }
@@ -128,7 +131,7 @@ public enum WritePath {
         let plan = try plan(inputs, clientID: clientID, device: device, earlier: [:], current: [:],
                             writable: { _ in true }, caller: caller, limits: limits, oneTrip: true)
         do {
-            let written = try tx.queries(checks + plan.finished(), thenCommit: true)
+            let written = try tx.queries(checks + plan.finished() + also, thenCommit: true)
             return try plan.answers(Array(written.dropFirst(checks.count)))
         } catch let error as DatabaseError where error.sqlState == "TW409" || isRefusal(error.sqlState) {
             throw NeedsReads()

@@ -4,12 +4,22 @@ import threading
 import uuid
 
 from conftest import admin_db, new_user
-from synclib import PUSH_LOG_INDEX, Client, change, counts, doc_for, new_agency
+from synclib import PUSH_LOG_INDEX, Client, change, counts, doc_for, ensure_user_document, new_agency
 
 
 def row(table, doc_id):
     with admin_db() as conn, conn.cursor() as cur:
         cur.execute(f"select partition, doc, deleted, version, seq from sync.{table} where id = %s", (doc_id,))
+        return cur.fetchone()
+
+
+def xmins(uid, change_id):
+    """The transactions that last wrote the user's presence, and the push log's row of a change."""
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("select (select xmin::text from app.users where id = %s::uuid), "
+                    "(select xmin::text from sync.users where id = %s), (select doc->>'presence' from sync.users where id = %s), "
+                    "(select xmin::text from app.push_log where user_id = %s::uuid and change_id = %s)",
+                    (uid, uid, uid, uid, change_id))
         return cur.fetchone()
 
 
@@ -149,3 +159,29 @@ def test_pushes_of_new_documents_only_still_answer_retries_and_missing_rights():
                             change("insert", "reports", p, ours, doc_for("reports", ours))], client_id)
     assert statuses(results) == ["forbidden", "applied"]
     assert row("reports", theirs) is None and row("reports", ours)[3] == 1
+
+
+def test_a_push_marks_its_user_on_line_in_its_own_transaction():
+    """Presence, when due, rides in the push's transaction rather than one of its own after
+    it: one WAL flush before the answer, not two (docs/performance.md, "The write's tail").
+    Both ways a push goes: new documents only (one round trip) and the usual one."""
+    email = new_user()
+    first = Client(email)
+    ensure_user_document(first.id, email)
+    p = "agency=Gabon"
+    rid = f"presence-{uuid.uuid4().hex}"
+    insert = change("insert", "reports", p, rid, doc_for("reports", rid))
+    assert statuses(first.push([insert])) == ["applied"]
+    users, user_doc, presence, push = xmins(first.id, insert["changeId"])
+    assert presence == "On-Line"
+    assert users == user_doc == push, "presence touched in the push's own transaction"
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("select app.sweep_presence(0)")  # as if 60 s had passed without a sync
+    assert xmins(first.id, insert["changeId"])[2] == "Off-Line"
+    # A new login is due at once; an update needs the push's reads (the usual way).
+    again = Client(email)
+    update = change("update", "reports", p, rid, {"draft": True})
+    assert statuses(again.push([update])) == ["applied"]
+    users, user_doc, presence, push = xmins(first.id, update["changeId"])
+    assert presence == "On-Line"
+    assert users == user_doc == push, (users, user_doc, push)

@@ -1,0 +1,201 @@
+"""Where the slowest writes of the write -> event row spend their time (docs/performance.md,
+"The write's tail"). The row of Bench/reads_bench.py (a lone push, the subscriber's event, its
+pull, 20 ms apart), each write traced from outside the server, so nothing is on by default:
+
+- the client's times: push sent -> acknowledged -> event in the subscriber's socket;
+- each server process's run-queue wait and CPU over the write (/proc/<pid>/task/*/schedstat:
+  time runnable but not running; the client's own too), workers / nginx / PostgreSQL;
+- with --pglog, each statement's duration in PostgreSQL (log_min_duration_statement = 0 and
+  autovacuum logged, set with ALTER SYSTEM for the run and reset after), matched to the
+  write whose window holds its log time: the COMMIT's duration is the WAL flush;
+- checkpoints and WAL (pg_stat_bgwriter, pg_stat_wal) over the run.
+
+--fresh: each write is a new login's first push (signed in before the clock starts), so the
+login's presence touch is due at every write, as for a device that syncs less often than every
+15 s per worker process (the bench row's one writer is due about once per run).
+
+Run against a bench stack that is up, with the variables Bench/22-reads.sh sets:
+  python3 Bench/event_trace.py [writes] [--pglog] [--fresh]"""
+import os
+import re
+import sys
+import time
+import uuid
+from datetime import datetime
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import reads_bench as rb  # noqa: E402
+
+WRITES = int(next((a for a in sys.argv[1:] if a.isdigit()), "200"))
+PGLOG = "--pglog" in sys.argv
+FRESH = "--fresh" in sys.argv
+LOG = os.path.join(rb.STATE, "log", "postgres.log")
+
+
+def tasks(pid):
+    try:
+        return [f"/proc/{pid}/task/{t}/schedstat" for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return []
+
+
+def groups():
+    nginx = rb._pidfile(os.path.join(rb.RUN_DIR, "nginx.pid"))
+    postmaster = rb._pidfile(os.path.join(rb.STATE, "pg", "postmaster.pid"))
+    others = [rb._pidfile(os.path.join(rb.RUN_DIR, f)) for f in ("events.pid", "jobs.pid")]
+    return {"worker": rb.worker_pids(), "nginx": [nginx] + rb._children(nginx),
+            "pg": [postmaster] + rb._children(postmaster), "publisher/jobs": [p for p in others if p],
+            "client": [str(os.getpid())]}
+
+
+def sched(procs):
+    """{group: (cpu ns, run-queue wait ns)} summed over every thread."""
+    out = {}
+    for name, pids in procs.items():
+        run = wait = 0
+        for pid in pids:
+            for path in tasks(pid):
+                try:
+                    r, w, _ = open(path).read().split()
+                    run, wait = run + int(r), wait + int(w)
+                except (OSError, ValueError):
+                    pass
+        out[name] = (run, wait)
+    return out
+
+
+def stats():
+    return rb.admin_sql("select checkpoints_timed + checkpoints_req, buffers_checkpoint, buffers_backend, "
+                        "(select wal_bytes from pg_stat_wal), (select wal_fpi from pg_stat_wal), "
+                        "(select wal_records from pg_stat_wal), "
+                        "(select coalesce(sum(autovacuum_count + autoanalyze_count), 0) from pg_stat_all_tables) "
+                        "from pg_stat_bgwriter")[0]
+
+
+def pglog(on):
+    conn = rb.psycopg2.connect(rb.ADMIN)
+    conn.autocommit = True  # ALTER SYSTEM refuses a transaction block
+    with conn.cursor() as cur:
+        for setting, value in (("log_min_duration_statement", "0"), ("log_autovacuum_min_duration", "0")):
+            cur.execute(f"alter system {'set' if on else 'reset'} {setting}" + (f" = {value}" if on else ""))
+        cur.execute("select pg_reload_conf()")
+    conn.close()
+    time.sleep(0.5)
+
+
+LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) \w+ \[(\d+)\] (\S*) (LOG|WARNING|ERROR):\s+(.*)")
+
+
+def read_log(offset):
+    """[(epoch s, pid, user, message)] of the log written since offset."""
+    out = []
+    with open(LOG, errors="replace") as f:
+        f.seek(offset)
+        for line in f:
+            m = LINE.match(line)
+            if m:
+                at = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S.%f").timestamp()
+                out.append((at, m.group(2), m.group(3), m.group(5)))
+    return out
+
+
+def main():
+    api = rb.Api()
+    sub = rb.Subscriber(api.token)
+    sub.start()
+    time.sleep(0.5)
+    writer = rb.Api()
+    cursor = rb.current(api, None)
+    procs = groups()
+    offset = os.path.getsize(LOG)
+    if PGLOG:
+        pglog(True)
+    before = stats()
+    writes, created = [], []
+    try:
+        for _ in range(WRITES):
+            rid = f"bench-ev-{uuid.uuid4().hex[:16]}"
+            created.append(rid)
+            change = {"changeId": rid, "collection": "reports", "partition": rb.PARTITION, "id": rid, "op": "insert",
+                      "doc": {"_id": rid, "timestamp": "2026-11-21T10:00:00Z"}}
+            if FRESH:
+                writer = rb.Api()
+                time.sleep(0.02)
+            seen = len(sub.arrivals)
+            s0 = sched(procs)
+            wall, sent = time.time(), time.perf_counter()
+            results = writer.post("/api/v1/sync/push", {"clientId": "reads-bench-ev", "changes": [change]}).json()["results"]
+            acked = time.perf_counter()
+            assert results[0]["status"] == "applied", results
+            deadline = time.time() + 2
+            while len(sub.arrivals) == seen and time.time() < deadline:
+                time.sleep(0.0002)
+            arrived = sub.arrivals[seen][0] if len(sub.arrivals) > seen else float("nan")
+            s1 = sched(procs)
+            writes.append(dict(wall=wall, end=wall + (time.perf_counter() - sent), ack=(acked - sent) * 1000,
+                               event=(arrived - sent) * 1000,
+                               sched={g: ((s1[g][0] - s0[g][0]) / 1e6, (s1[g][1] - s0[g][1]) / 1e6) for g in s0}))
+            cursor = rb.current(api, cursor)
+            time.sleep(0.02)
+    finally:
+        after = stats()
+        if PGLOG:
+            pglog(False)
+        sub.stop = True
+        rb.admin_sql("delete from sync.reports where id = any(%s)", (created,))
+    log = read_log(offset)
+    for w in writes:
+        # Log times are milliseconds, written as a statement ends: the write's window, 1 ms either side.
+        w["pg"] = [(m, u) for at, pid, u, m in log if w["wall"] - 0.001 <= at <= w["end"] + 0.001]
+    events = sorted(w["event"] for w in writes)
+    print(f"{len(writes)} writes: write -> event p50 {rb.pct(events, .5):.2f} ms, p99 {rb.pct(events, .99):.2f} ms; "
+          f"acknowledged p50 {rb.pct([w['ack'] for w in writes], .5):.2f}, p99 {rb.pct([w['ack'] for w in writes], .99):.2f}")
+    d = [a - b for a, b in zip(after, before)]
+    print(f"over the run: {d[0]} checkpoints, {d[1]} buffers written by the checkpointer, {d[2]} by backends; "
+          f"WAL {d[3] / len(writes):.0f} bytes, {d[4] / len(writes):.2f} full-page images, {d[5] / len(writes):.1f} records "
+          f"per write (the subscriber's pulls included); {d[6]} autovacuum/analyze runs")
+    for at, pid, u, m in log:
+        if re.match(r"(checkpoint|automatic (vacuum|analyze))", m):
+            print(f"  {datetime.fromtimestamp(at).strftime('%H:%M:%S.%f')[:-3]} [{pid}] {m[:150]}")
+
+    def commit(w):
+        return sum(float(re.match(r"duration: ([\d.]+) ms", m).group(1)) for m, u in w["pg"]
+                   if u.startswith("tideway_worker") and re.match(r"duration: [\d.]+ ms\s+execute [^:]*: (commit|COMMIT)", m))
+
+    def statements(w):
+        return sum(float(re.match(r"duration: ([\d.]+) ms", m).group(1)) for m, u in w["pg"]
+                   if u.startswith("tideway_worker") and m.startswith("duration:"))
+    def presence(w):
+        return any("touch_presence" in m for m, u in w["pg"])
+    if PGLOG:
+        touched = sorted(w["event"] for w in writes if presence(w))
+        print(f"writes that also touched presence (a second transaction): {len(touched)}, write -> event "
+              + ", ".join(f"{t:.2f}" for t in touched) + " ms; rank among the slowest: "
+              + ", ".join(str(1 + sorted(writes, key=lambda w: -w["event"]).index(w)) for w in writes if presence(w)))
+        commits = [commit(w) for w in writes]
+        print(f"COMMIT (the WAL flush) p50 {rb.pct(commits, .5):.2f} ms, p99 {rb.pct(commits, .99):.2f} ms; "
+              f"the writes' statements before it p50 {rb.pct([statements(w) - c for w, c in zip(writes, commits)], .5):.2f} ms")
+    waits = {g: [w["sched"][g][1] for w in writes] for g in writes[0]["sched"]}
+    print("run-queue wait per write, p50 / p99 (ms): " + ", ".join(f"{g} {rb.pct(v, .5):.2f} / {rb.pct(v, .99):.2f}" for g, v in waits.items()))
+    slow = sorted(writes, key=lambda w: -w["event"])
+    print("\nslowest writes (ms): event, ack | run-queue wait worker / nginx / pg / publisher+jobs / client | CPU worker / nginx / pg"
+          + (" | PostgreSQL statements of the window: all, COMMIT" if PGLOG else ""))
+    for w in slow[:max(6, len(writes) // 25)] + [None] + slow[len(slow) // 2:len(slow) // 2 + 3]:
+        if w is None:
+            print("  ... and the median writes:")
+            continue
+        s = w["sched"]
+        line = (f"  {datetime.fromtimestamp(w['wall']).strftime('%H:%M:%S.%f')[:-3]} {w['event']:6.2f} {w['ack']:6.2f} | "
+                f"{s['worker'][1]:5.2f} / {s['nginx'][1]:5.2f} / {s['pg'][1]:5.2f} / {s['publisher/jobs'][1]:5.2f} / {s['client'][1]:5.2f} | "
+                f"{s['worker'][0]:5.2f} / {s['nginx'][0]:5.2f} / {s['pg'][0]:5.2f}")
+        if PGLOG:
+            line += f" | {statements(w):6.2f}, {commit(w):6.2f}" + (" presence" if presence(w) else "")
+        print(line)
+        if PGLOG and w in slow[:3]:
+            for m, u in w["pg"]:
+                if not m.startswith("duration:") or float(re.match(r"duration: ([\d.]+)", m).group(1)) >= 0.3:
+                    print(f"      {u} {m[:140]}")
+
+
+if __name__ == "__main__":
+    main()
