@@ -49,10 +49,17 @@ $$;
 -- statements planned once per connection, where the claims, the revocations (a SQL
 -- function planned at every call) and the pull's status statement were three statements
 -- (docs/performance.md, "The event publisher's read, fourth round").
+-- The publisher sends no BEGIN (EventChanges.session): its read is the implicit
+-- transaction of one pipeline, made repeatable read by its connection's defaults. Anything
+-- else would let the changes be read in a later snapshot than the clock and the
+-- revocations, so it is refused here (the publisher then publishes a thin event).
 create or replace function app.start_event_read(p text, handled bigint,
     out readable boolean, out seq bigint, out compacted_seq bigint, out revoked_through bigint, out revoked_channels text)
 language plpgsql volatile security definer set search_path = app, pg_temp as $$
 begin
+    if current_setting('transaction_isolation') <> 'repeatable read' or current_setting('transaction_read_only') <> 'on' then
+        raise exception 'app.start_event_read needs a repeatable read, read-only transaction' using errcode = '25000';
+    end if;
     readable := app.claim_reader_of(p);
     if readable then
         select c.seq, c.compacted_seq into seq, compacted_seq from app.partition_clocks c where c.partition = p;

@@ -40,6 +40,11 @@ public final class EventPublisher {
     /// Forgotten past this many partitions (then the next event of each is thin again).
     static let maxRemembered = 100_000
 
+    /// The series recorded per event, made once (making one looks its series up by name).
+    let publishLag = Timer(label: "tideway_event_publish_lag_seconds")
+    let changesPublished = Counter(label: "tideway_events_published_total", dimensions: [("kind", "change")])
+    let changesCarried = Counter(label: "tideway_events_carried_total")
+
     /// `recountEvery`: seconds between checks of the stream counts against nginx's.
     public init(conninfo: String, publishSocket: String, recountEvery: Double = 30, carryBytes: Int = defaultCarryBytes) {
         self.conninfo = conninfo
@@ -96,7 +101,7 @@ public final class EventPublisher {
                 if note.channel == "tideway_changes" && !read.insert(note.payload).inserted { continue }
                 publish(note.channel, note.payload)
                 // Lag: from reading the notification (delivered at commit) to nginx's answer.
-                Timer(label: "tideway_event_publish_lag_seconds").recordSeconds(Double(DispatchTime.now().uptimeNanoseconds - received.uptimeNanoseconds) / 1e9)
+                publishLag.recordSeconds(Double(DispatchTime.now().uptimeNanoseconds - received.uptimeNanoseconds) / 1e9)
             }
             if !connection.isHealthy { throw DatabaseError(kind: .unavailable, detail: "listener connection lost") }
             if nextCheckpoint.timeIntervalSinceNow <= 0 {
@@ -196,13 +201,9 @@ public final class EventPublisher {
         let since = published[partition]
         let (clock, carried, start): (Int64, EventChanges.Carried?, Row?)
         do {
-            let connection = try readerConnection()
-            (clock, carried, start) = try connection.transaction(
-                snapshot: true, opening: EventChanges.opening(of: partition, revocationsAfter: revocationsHandled)
-            ) { tx in
-                try EventChanges.read(tx, partition: parsed, since: since, maxChanges: Self.maxCarriedChanges,
-                                      maxBytes: carryBytes, key: cursorKey)
-            }
+            (clock, carried, start) = try EventChanges.read(
+                readerConnection(), partition: parsed, since: since, revocationsAfter: revocationsHandled,
+                maxChanges: Self.maxCarriedChanges, maxBytes: carryBytes, key: cursorKey)
         } catch {
             Log.warning("events: cannot read \(partition)'s changes: \(error); publishing a thin event")
             reader = nil
@@ -231,14 +232,16 @@ public final class EventPublisher {
         try nchan.send("POST", "/_publish/" + EventChannels.partition(partition), body: Array(body.utf8),
                        headers: ["X-EventSource-Event": "change", "Content-Type": "application/json"])
         published[partition] = clock
-        Counter(label: "tideway_events_published_total", dimensions: [("kind", "change")]).increment()
-        Counter(label: "tideway_events_carried_total").increment()
+        changesPublished.increment()
+        changesCarried.increment()
     }
 
-    /// The connection that reads what events carry, opened when first needed.
+    /// The connection that reads what events carry, opened when first needed, its reads
+    /// without BEGIN (`EventChanges.session`).
     func readerConnection() throws -> Connection {
         if let reader { return reader }
         let connection = try Connection(conninfo: conninfo)
+        _ = try connection.pipeline(EventChanges.session)
         reader = connection
         return connection
     }
@@ -249,7 +252,7 @@ public final class EventPublisher {
             let body = JSON.object(["partition": .string(partition)]).serializedBytes()
             try nchan.send("POST", "/_publish/" + EventChannels.partition(partition), body: body,
                            headers: ["X-EventSource-Event": "change", "Content-Type": "application/json"])
-            Counter(label: "tideway_events_published_total", dimensions: [("kind", "change")]).increment()
+            changesPublished.increment()
         } catch {
             noteLost(error)
         }

@@ -11,6 +11,8 @@ final class NchanClient {
 
     let socketPath: String
     private var fd: Int32 = -1
+    /// Where each read(2) lands, kept for the client's life.
+    private var chunk = [UInt8](repeating: 0, count: 4096)
 
     init(socketPath: String) { self.socketPath = socketPath }
 
@@ -61,9 +63,20 @@ final class NchanClient {
 
     private func exchangeOnce(_ method: String, _ path: String, body: [UInt8], headers: [String: String]) throws -> (status: Int, body: [UInt8]) {
         if fd < 0 { try open() }
-        var head = "\(method) \(path) HTTP/1.1\r\nHost: tideway-events\r\nContent-Length: \(body.count)\r\n"
-        for (name, value) in headers { head += "\(name): \(value)\r\n" }
-        let request = Array((head + "\r\n").utf8) + body
+        // The head and the body in one buffer, one write.
+        var request: [UInt8] = []
+        request.reserveCapacity(160 + path.utf8.count + body.count)
+        for part in [method, " ", path, " HTTP/1.1\r\nHost: tideway-events\r\nContent-Length: ", String(body.count), "\r\n"] {
+            request += part.utf8
+        }
+        for (name, value) in headers {
+            request += name.utf8
+            request += ": ".utf8
+            request += value.utf8
+            request += "\r\n".utf8
+        }
+        request += "\r\n".utf8
+        request += body
         try writeAll(request)
         return try readResponse()
     }
@@ -109,35 +122,86 @@ final class NchanClient {
         }
     }
 
-    /// Reads the status line, the headers and a Content-Length body (nchan's answers are small).
+    /// Reads the status line, the headers and a Content-Length body (nchan's answers are
+    /// small). On bytes: Foundation's trimming and a copied array per searched position were
+    /// a sixth of the publisher's CPU per event (docs/performance.md, "The event publisher's
+    /// CPU per event").
     private func readResponse() throws -> (status: Int, body: [UInt8]) {
         var buffer: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        func fill() throws {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { return }
-            guard n > 0 else { throw Failure(description: "connection closed") }
-            buffer += chunk[0..<n]
-        }
-        let separator: [UInt8] = [13, 10, 13, 10]
         var headEnd: Int?
         while headEnd == nil {
-            try fill()
-            if buffer.count >= 4 {
-                headEnd = (0...(buffer.count - 4)).first { Array(buffer[$0..<($0 + 4)]) == separator }
+            let searched = max(0, buffer.count - 3)
+            try fill(&buffer)
+            headEnd = Self.blankLine(in: buffer, from: searched)
+        }
+        let head = Self.ResponseHead(buffer[..<headEnd!])
+        let bodyStart = headEnd! + 4
+        while buffer.count < bodyStart + head.contentLength { try fill(&buffer) }
+        let body = Array(buffer[bodyStart..<(bodyStart + head.contentLength)])
+        if head.closes { reset() }
+        return (head.status, body)
+    }
+
+    /// Appends what one read(2) returns to `buffer`.
+    private func fill(_ buffer: inout [UInt8]) throws {
+        let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if n < 0 && errno == EINTR { return }
+        guard n > 0 else { throw Failure(description: "connection closed") }
+        buffer += chunk[0..<n]
+    }
+
+    /// Where the head's closing CR LF CR LF starts, looking from `start` on.
+    static func blankLine(in bytes: [UInt8], from start: Int) -> Int? {
+        var i = start
+        while i + 3 < bytes.count {
+            if bytes[i] == 13, bytes[i + 1] == 10, bytes[i + 2] == 13, bytes[i + 3] == 10 { return i }
+            i += 1
+        }
+        return nil
+    }
+
+    /// What the publisher needs of an answer's head: the status, Content-Length (0 when
+    /// absent or unreadable) and whether nginx closes the connection after it.
+    struct ResponseHead {
+        var status = 0
+        var contentLength = 0
+        var closes = false
+
+        init(_ head: ArraySlice<UInt8>) {
+            var lines = head.split(separator: 10, omittingEmptySubsequences: true).map { line in
+                line.last == 13 ? line.dropLast() : line
+            }[...]
+            // "HTTP/1.1 201 Created"
+            if let statusLine = lines.popFirst(), let space = statusLine.firstIndex(of: 32) {
+                status = Self.number(statusLine[(space + 1)...].prefix { $0 != 32 }) ?? 0
+            }
+            for line in lines {
+                guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { continue }
+                let name = line[..<colon], value = Self.trimmed(line[(colon + 1)...])
+                if Self.equalsIgnoringCase(name, "content-length") {
+                    contentLength = Self.number(value) ?? 0
+                } else if Self.equalsIgnoringCase(name, "connection") {
+                    closes = Self.equalsIgnoringCase(value, "close")
+                }
             }
         }
-        let head = String(decoding: buffer[0..<headEnd!], as: UTF8.self)
-        let lines = head.split(separator: "\r\n")
-        let status = lines.first.flatMap { Int($0.split(separator: " ").dropFirst().first ?? "") } ?? 0
-        let length = lines.dropFirst().compactMap { line -> Int? in
-            let parts = line.split(separator: ":", maxSplits: 1)
-            guard parts.count == 2, parts[0].lowercased() == "content-length" else { return nil }
-            return Int(parts[1].trimmingCharacters(in: .whitespaces))
-        }.first ?? 0
-        while buffer.count < headEnd! + 4 + length { try fill() }
-        let body = Array(buffer[(headEnd! + 4)..<(headEnd! + 4 + length)])
-        if lines.contains(where: { $0.lowercased().hasPrefix("connection: close") }) { reset() }
-        return (status, body)
+
+        static func number(_ digits: ArraySlice<UInt8>) -> Int? {
+            guard !digits.isEmpty, digits.count <= 18, digits.allSatisfy({ (48...57).contains($0) }) else { return nil }
+            return digits.reduce(0) { $0 * 10 + Int($1 - 48) }
+        }
+
+        static func trimmed(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+            let blank: (UInt8) -> Bool = { $0 == 32 || $0 == 9 }
+            guard let first = bytes.firstIndex(where: { !blank($0) }), let last = bytes.lastIndex(where: { !blank($0) }) else {
+                return bytes[bytes.endIndex...]
+            }
+            return bytes[first...last]
+        }
+
+        /// ASCII case-insensitive comparison with a lower-case `word`.
+        static func equalsIgnoringCase(_ bytes: ArraySlice<UInt8>, _ word: String) -> Bool {
+            bytes.count == word.utf8.count && zip(bytes, word.utf8).allSatisfy { ($0 | 0x20) == $1 }
+        }
     }
 }

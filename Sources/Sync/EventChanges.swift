@@ -14,21 +14,27 @@ public enum EventChanges {
         public let changes: [String]
     }
 
-    /// The opening statements of the reading transaction (app.start_event_read): the claims
-    /// of a reader of the partition (app.claim_reader_of, repeatable/0082 says why any reader
-    /// sees what every subscriber sees), whether it may read it, its clock and compaction
-    /// horizon (the pull's status), and the stream revocations past id `handled`
-    /// (`revoked_through`, `revoked_channels`), all in the read's snapshot.
-    ///
-    /// Opened with the pull's generic plans (`PullQuery.genericPlans`): PostgreSQL kept
-    /// planning the read of an agency partition's changes (a union of seven tables, every
-    /// index of each opened by the planner) anew at every event, which was most of the
-    /// publisher's PostgreSQL CPU (docs/performance.md, "The event publisher's read, fourth
-    /// round").
-    public static func opening(of partition: String, revocationsAfter handled: Int64) -> [SQL] {
-        [PullQuery.genericPlans, start(of: partition, revocationsAfter: handled)]
-    }
+    /// Set once on the reader's connection (`Connection.pipeline`), so that each read is
+    /// only its two statements (`read`): without BEGIN, the statements a pipeline sends
+    /// before its Sync are one implicit transaction (PostgreSQL commits it at the Sync), and
+    /// these make it a repeatable read, read-only one, the snapshot `read` needs, in which
+    /// every prepared statement runs its generic plan. PostgreSQL kept planning the read of
+    /// an agency partition's changes (a union of seven tables, every index of each opened by
+    /// the planner) anew at every event (`PullQuery.genericPlans`; docs/performance.md, "The
+    /// event publisher's read, fourth round"). BEGIN, that SET LOCAL and COMMIT were three
+    /// more statements per event (docs/performance.md, "The event publisher's CPU per
+    /// event"). `app.start_event_read` refuses to run in any other kind of transaction.
+    public static let session: [SQL] = [
+        "set default_transaction_isolation = 'repeatable read'",
+        "set default_transaction_read_only = on",
+        "set plan_cache_mode = force_generic_plan",
+    ]
 
+    /// The first statement of a read (app.start_event_read): the claims of a reader of the
+    /// partition (app.claim_reader_of, repeatable/0082 says why any reader sees what every
+    /// subscriber sees), whether it may read it, its clock and compaction horizon (the
+    /// pull's status), and the stream revocations past id `handled` (`revoked_through`,
+    /// `revoked_channels`), all in the read's snapshot.
     static func start(of partition: String, revocationsAfter handled: Int64) -> SQL {
         .reused("""
         select readable, seq, compacted_seq, revoked_through, revoked_channels
@@ -36,17 +42,22 @@ public enum EventChanges {
         """)
     }
 
-    /// Reads `partition` in `tx`, a snapshot opened with `opening(of:revocationsAfter:)`.
-    /// `clock`: its number now. `carried`: nil when the event must stay thin: no `since`
-    /// (nothing published yet), the reader may not read it, a compaction passed `since`, or
-    /// more than `maxChanges` changes or `maxBytes` bytes of them. `start`: the opening
-    /// statement's row (the revocations).
-    public static func read(_ tx: Transaction, partition: Partition, since: Int64?, maxChanges: Int, maxBytes: Int,
-                            key: [UInt8]) throws -> (clock: Int64, carried: Carried?, start: Row?) {
+    /// Reads `partition` on `connection` (set up with `session`, in no transaction): the
+    /// opening statement and the pull's changes after number `since`, in one round trip
+    /// and one snapshot. `clock`: its number now. `carried`: nil when the event must stay
+    /// thin: no `since` (nothing published yet), the reader may not read it, a compaction
+    /// passed `since`, or more than `maxChanges` changes or `maxBytes` bytes of them.
+    /// `start`: the opening statement's row (the revocations past id `handled`).
+    public static func read(_ connection: Connection, partition: Partition, since: Int64?, revocationsAfter handled: Int64,
+                            maxChanges: Int, maxBytes: Int, key: [UInt8]) throws -> (clock: Int64, carried: Carried?, start: Row?) {
         let name = partition.description
         let from = Cursor.after(since ?? 0)
-        let rows = try tx.query(PullQuery.changes(of: partition, after: from, limit: maxChanges + 1), thenCommit: true).rows
-        let status = tx.openingResults.last?.rows.first
+        let results = try connection.pipeline([
+            start(of: name, revocationsAfter: handled),
+            PullQuery.changes(of: partition, after: from, limit: maxChanges + 1),
+        ])
+        let rows = results[1].rows
+        let status = results[0].rows.first
         let clock = status?.int64("seq") ?? 0
         let compacted = status?.int64("compacted_seq") ?? 0
         // A cursor a client holds after pulling to number `since` (PullPage's `next`).

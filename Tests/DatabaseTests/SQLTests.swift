@@ -21,6 +21,15 @@ import Testing
         #expect(nested.binds == ["0", "1", "2", "3"])
     }
 
+    @Test func joiningManyPartsNumbersTheirParametersInOrder() {
+        let parts: [SQL] = (1...7).map { "select \($0) as n, \("t\($0)") as t" }
+        let joined = SQL.join(parts, separator: " union all ")
+        #expect(joined.text == (0..<7).map { "select $\(2 * $0 + 1) as n, $\(2 * $0 + 2) as t" }.joined(separator: " union all "))
+        #expect(joined.binds == (1...7).flatMap { ["\($0)", "t\($0)"] })
+        #expect(SQL.join([], separator: ", ").text == "" && SQL.join([], separator: ", ").binds.isEmpty)
+        #expect(SQL.join(["only \(1)"], separator: ", ").text == "only $1")
+    }
+
     @Test func renumberingShiftsEveryPlaceholderAndNothingElse() {
         #expect(SQL.renumber("f($1, $12) || 'é$' || $", offset: 9) == "f($10, $21) || 'é$' || $")
         #expect(SQL.renumber("a = $1", offset: 0) == "a = $1")

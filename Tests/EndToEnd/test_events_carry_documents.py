@@ -4,7 +4,10 @@ must hold (`after`) and the one it then holds (`cursor`); too big a change arriv
 import json
 import uuid
 
-from conftest import admin_db, login, new_user
+import psycopg2
+import pytest
+
+from conftest import admin_db, login, new_user, worker_db
 from synclib import Client, Replica, change, doc_for, new_agency, new_conversation, new_team, user_id
 from test_events import Stream, wait_until_subscribed
 from test_teams import grant, revoke
@@ -66,6 +69,35 @@ def test_a_subscriber_gets_the_pushed_document_with_the_pull_s_cursors():
     after = reader.client.pull({partition: event["cursor"]})[partition]
     assert after["status"] == "ok" and after["changes"] == [] and after["cursor"] == event["cursor"]
     stream.close()
+
+
+def test_the_event_read_runs_only_in_one_repeatable_read_read_only_snapshot():
+    """The publisher sends no BEGIN: its read's two statements are one pipeline's implicit
+    transaction, a repeatable read by its connection's defaults (EventChanges.session).
+    app.start_event_read refuses any other transaction, where the changes could be read in
+    a later snapshot than the clock and the revocations (the publisher then goes thin)."""
+    partition = f"agency={new_agency()}"
+    conn = worker_db()
+    conn.autocommit = True  # the BEGINs below are the transactions
+    try:
+        cur = conn.cursor()
+        for begin in ("begin", "begin isolation level repeatable read", "begin read only"):
+            cur.execute(begin)
+            with pytest.raises(psycopg2.Error) as refused:
+                cur.execute("select * from app.start_event_read(%s, 0)", (partition,))
+            assert refused.value.pgcode == "25000", begin
+            cur.execute("rollback")
+        cur.execute("begin isolation level repeatable read read only")
+        cur.execute("select readable from app.start_event_read(%s, 0)", (partition,))
+        assert cur.fetchone() == (True,)
+        cur.execute("rollback")
+        # As the publisher's connection is set up: no BEGIN, the session's defaults.
+        cur.execute("set default_transaction_isolation = 'repeatable read'")
+        cur.execute("set default_transaction_read_only = on")
+        cur.execute("select readable from app.start_event_read(%s, 0)", (partition,))
+        assert cur.fetchone() == (True,)
+    finally:
+        conn.close()
 
 
 def writer_listening_to_a_new_agency():
