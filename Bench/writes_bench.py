@@ -121,7 +121,7 @@ def cpu_delta(before, after):
 def worker_backend():
     """A connection as the worker role, and a function answering its backend's CPU seconds so
     far (its own /proc counters)."""
-    conn = psycopg2.connect(f"host={RUN_DIR} dbname=tideway user=tideway_worker")
+    conn = psycopg2.connect(f"host={RUN_DIR} dbname={os.environ.get('BENCH_DBNAME', 'tideway')} user=tideway_worker")
     with conn.cursor() as cur:
         cur.execute("select pg_backend_pid()")
         pid = cur.fetchone()[0]
@@ -152,6 +152,8 @@ def count_and_remove(prefix):
 
 
 def token():
+    if os.environ.get("BENCH_TOKEN"):  # a copy of the database (BENCH_DBNAME) holding this login's token
+        return os.environ["BENCH_TOKEN"]
     r = requests.post(URL + "/api/v1/auth/login", json={"email": OFFICER, "password": PASSWORD}, verify=CA)
     r.raise_for_status()
     return r.json()["accessToken"]

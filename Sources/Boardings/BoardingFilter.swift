@@ -12,7 +12,7 @@ struct BoardingFilter {
     enum SortKey: String, CaseIterable {
         case date, vessel, permit, captain, violations, officer, safety
 
-        /// The generated column (Migrations/0031) the list sorts and pages by.
+        /// The stored fact column (Migrations/0031, computed by 0096's app.report_facts) the list sorts and pages by.
         var column: String {
             switch self {
             case .date: "boarded_at"

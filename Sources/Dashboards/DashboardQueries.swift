@@ -5,8 +5,8 @@ import Sync
 
 /// Whose boardings a dashboard counts: one agency's, in a date range, optionally one
 /// officer's. The derived facts (violation, compliant, boarding date, catch in kg, patrol
-/// time) are defined once, in Migrations/0050_dashboard_facts.sql; these queries only sum
-/// the generated columns. They run in the signed-in user's transaction, under row-level
+/// time) are defined once, in Migrations/0096 (app.report_facts); these queries only sum
+/// the stored fact columns. They run in the signed-in user's transaction, under row-level
 /// security, so nobody counts rows they cannot read.
 struct DashboardScope {
     let agency: String

@@ -1,0 +1,115 @@
+"""The report facts stored with every report (Migrations/0096: app.report_facts, written by
+a BEFORE trigger where 0031 and 0050 had generated columns): what each is for documents of
+every shape the schema lets through to SQL, and that they keep a generated column's
+guarantees — computed from the document on every insert and update, whatever a statement
+writes into them, and the fixed values of a tombstone. Each test writes in a transaction
+it rolls back."""
+import json
+import uuid
+
+import psycopg2
+import pytest
+
+from conftest import ADMIN_DB
+
+FACTS = ("boarded_at", "vessel_key", "permit_key", "captain_key", "nationality_key", "violation_count",
+         "warnings", "citations", "dispositions", "violation_codes", "species", "catch_species", "catch_kg")
+
+
+@pytest.fixture
+def cur():
+    conn = psycopg2.connect(ADMIN_DB)
+    try:
+        with conn.cursor() as c:
+            yield c
+    finally:
+        conn.rollback()
+        conn.close()
+
+
+def partition(cur):
+    cur.execute("select 'agency=' || key from app.agencies order by key limit 1")
+    return cur.fetchone()[0]
+
+
+def insert(cur, doc):
+    report_id = "facts-" + uuid.uuid4().hex
+    cur.execute("insert into sync.reports (id, partition, doc, seq) values (%s, %s, %s, 0)",
+                (report_id, partition(cur), json.dumps(doc)))
+    return report_id
+
+
+def facts(cur, report_id):
+    cur.execute(f"select {', '.join(FACTS)}, search::text from sync.reports where id = %s", (report_id,))
+    return dict(zip(FACTS + ("search",), cur.fetchone()))
+
+
+def test_facts_of_a_report(cur):
+    got = facts(cur, insert(cur, {
+        "date": "2024-03-05T10:00:00+02:00", "timestamp": "2024-03-06T00:00:00Z",
+        "vessel": {"name": "Ōcean Stár", "permitNumber": "CR-2023-01234", "nationality": "Côte d'Ivoire"},
+        "captain": {"name": "José Núñez", "license": "L/1"},
+        "crew": [{"name": "Ana"}, {"license": "K9"}, "not an object"],
+        "inspection": {
+            "summary": {"violations": [
+                {"disposition": "Warning", "offence": {"code": "B-12", "explanation": "Nets"}},
+                {"disposition": "Citation", "offence": {"code": ""}, "crewMember": {"name": "Ægir"}},
+                {"disposition": "", "offence": {"code": "X-1"}},
+                {"disposition": "Citation"},
+            ]},
+            "actualCatch": [
+                {"fish": "Tuna", "weight": 10, "unit": "lbs"}, {"fish": "Cod", "weight": 2},
+                {"fish": "Tuna", "weight": 1}, {"fish": "", "weight": 3}, {"fish": "Bass", "weight": "4"},
+            ]},
+        "notes": [{"note": "Straße"}, {"other": 1}],
+    }))
+    assert got["boarded_at"].isoformat() == "2024-03-05T08:00:00+00:00"
+    assert (got["vessel_key"], got["permit_key"], got["captain_key"], got["nationality_key"]) == \
+        ("ocean star", "cr-2023-01234", "jose nunez", "cote d'ivoire")
+    assert (got["violation_count"], got["warnings"], got["citations"]) == (3, 1, 2)
+    assert got["dispositions"] == ["Citation", "Warning"]
+    assert got["violation_codes"] == ["B-12", "(no code)", "(no code)"]
+    # every named fish, sorted and distinct; weights only of named fish with a numeric weight
+    assert got["species"] == ["", "Bass", "Cod", "Tuna"]
+    assert got["catch_species"] == ["Cod", "Tuna"]
+    assert got["catch_kg"] == [2.0, 10 * 0.45359237 + 1]
+    words = {w.split(":")[0].strip("'") for w in got["search"].split()}
+    assert {"ocean", "star", "cr", "2023", "01234", "jose", "nunez", "l", "1", "ana", "k9", "b", "12", "nets",
+            "aegir", "x", "strasse"} <= words
+
+
+def test_documents_without_the_arrays(cur):
+    for doc in ({}, {"crew": {"name": "no"}, "notes": "text", "inspection": {"summary": {"violations": {"disposition": "Warning"}},
+                                                                          "actualCatch": 5}},
+                {"date": "not a date", "timestamp": "2024-01-01T00:00:00Z"}):
+        got = facts(cur, insert(cur, doc))
+        assert (got["violation_count"], got["warnings"], got["citations"]) == (0, 0, 0)
+        assert got["dispositions"] == got["violation_codes"] == got["species"] == got["catch_species"] == []
+        assert got["catch_kg"] == []
+        assert got["vessel_key"] == got["permit_key"] == got["captain_key"] == got["nationality_key"] == ""
+    assert got["boarded_at"].isoformat() == "2024-01-01T00:00:00+00:00"
+
+
+def test_a_statement_cannot_set_the_facts_and_updates_recompute_them(cur):
+    report_id = insert(cur, {"vessel": {"name": "Alpha"}, "inspection": {"summary": {"violations": [{"disposition": "Warning"}]}}})
+    cur.execute("update sync.reports set vessel_key = 'forged', violation_count = 99, search = 'forged'::tsvector "
+                "where id = %s", (report_id,))
+    got = facts(cur, report_id)
+    assert (got["vessel_key"], got["violation_count"]) == ("alpha", 1)
+    assert "forged" not in got["search"]
+    cur.execute("update sync.reports set doc = %s where id = %s", (json.dumps({"vessel": {"name": "Bravo"}}), report_id))
+    got = facts(cur, report_id)
+    assert (got["vessel_key"], got["violation_count"], got["warnings"]) == ("bravo", 0, 0)
+    cur.execute("insert into sync.reports (id, partition, doc, seq, vessel_key, warnings) values (%s, %s, %s, 0, 'forged', 7)",
+                ("facts-" + uuid.uuid4().hex, partition(cur), json.dumps({"vessel": {"name": "Charlie"}})))
+    cur.execute("select vessel_key, warnings from sync.reports where vessel_key in ('forged', 'charlie')")
+    assert cur.fetchall() == [("charlie", 0)]
+
+
+def test_a_tombstone(cur):
+    report_id = insert(cur, {"vessel": {"name": "Delta"}, "inspection": {"actualCatch": [{"fish": "Cod", "weight": 1}]}})
+    cur.execute("update sync.reports set deleted = true, doc = null where id = %s", (report_id,))
+    got = facts(cur, report_id)
+    assert got["boarded_at"].isoformat() == "1970-01-01T00:00:00+00:00"
+    assert (got["vessel_key"], got["violation_count"], got["catch_species"], got["catch_kg"], got["search"]) == \
+        ("", 0, [], [], "")
