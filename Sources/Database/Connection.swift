@@ -161,8 +161,12 @@ public final class Connection {
     public var socket: Int32 { conn.map { PQsocket($0) } ?? -1 }
 
     /// Reads pending input and returns the notifications received (channel, payload).
-    public func notifications() throws(DatabaseError) -> [(channel: String, payload: String)] {
-        guard let conn, PQconsumeInput(conn) == 1 else { throw DatabaseError(kind: .unavailable, detail: "connection lost") }
+    /// `readingInput: false`: only those libpq has read already (e.g. while it waited for a
+    /// statement's answer), without a `recv` that would find the socket empty.
+    public func notifications(readingInput: Bool = true) throws(DatabaseError) -> [(channel: String, payload: String)] {
+        guard let conn, !readingInput || PQconsumeInput(conn) == 1 else {
+            throw DatabaseError(kind: .unavailable, detail: "connection lost")
+        }
         var out: [(String, String)] = []
         while let notify = PQnotifies(conn) {
             out.append((String(cString: notify.pointee.relname), String(cString: notify.pointee.extra)))

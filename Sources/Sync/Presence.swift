@@ -19,9 +19,10 @@ public final class Presence: Sendable {
     }
 
     /// Call after a successful sync request (its Bearer token identifies the login).
-    func touch(_ context: RequestContext) {
+    /// `digest`: the token's (`Tokens.digest`), when the caller has it already.
+    func touch(_ context: RequestContext, digest known: [UInt8]? = nil) {
         guard let token = context.bearerToken else { return }
-        let digest = Crypto.sha256(token)
+        let digest = known ?? Tokens.digest(token)
         // 64 bits of the hash: a collision only delays one login's touch by `interval`.
         let key = digest.prefix(8).reduce(0) { $0 << 8 | Int($1) }
         let now = Date()
