@@ -137,6 +137,15 @@ public final class Connection {
         return results
     }
 
+    /// A round trip with no statement: a Sync alone, which the server answers with
+    /// ReadyForQuery. A listening connection's backend sends every notification it was
+    /// signalled before it (PostgreSQL's main loop processes pending notifications just
+    /// before reporting ready), so this orders notifications as a statement would, without
+    /// starting a transaction or running anything.
+    public func roundTrip() throws(DatabaseError) {
+        _ = try pipeline([], streaming: [], row: { _, _ in })
+    }
+
     /// One statement on its own (migrations, health checks).
     @discardableResult
     public func execute(_ statement: SQL) throws(DatabaseError) -> QueryResult {

@@ -190,8 +190,9 @@ public final class ChangeHub: @unchecked Sendable {
                 if !connection.isHealthy { throw DatabaseError(kind: .unavailable, detail: "listener connection lost") }
             }
             if let ticket = trips.pending() {
-                // Prepared once: the statement is all there is to it.
-                try connection.execute(.reused("select 1 as heard"))
+                // No statement: a Sync alone brings the notifications just as well, and
+                // costs the backend no transaction (it was `select 1`, prepared).
+                try connection.roundTrip()
                 // Read by libpq while it waited for the answer: every notification the
                 // backend sent ahead of it.
                 deliver(try connection.notifications(readingInput: false))
