@@ -167,10 +167,10 @@ public final class ChangeHub: @unchecked Sendable {
 
     /// Returns once this worker has received every notification committed before the call
     /// (true), or false when it cannot tell (the listener lost or reconnected meanwhile, or
-    /// a second passed): the listener makes a round trip begun after the call, and
-    /// PostgreSQL sends a listening backend every notification committed before a statement
-    /// ahead of that statement's answer (it takes them in before it reports ready). One
-    /// round trip answers every poll that was waiting when it was sent.
+    /// a second passed): the listener makes a round trip begun after the call (a Sync,
+    /// `Connection.roundTrip`), and a listening backend sends every notification committed
+    /// before it ahead of its answer (it takes them in before it reports ready). One round
+    /// trip answers every poll that was waiting when it was sent.
     package func barrier() -> Bool {
         trips.await(timeout: 1)
     }
@@ -210,7 +210,7 @@ public final class ChangeHub: @unchecked Sendable {
 }
 
 /// The listener's round trips on behalf of polls (`ChangeHub.barrier`): polls take tickets,
-/// the listener covers every ticket taken before it sent its statement.
+/// the listener covers every ticket taken before it sent its round trip.
 ///
 /// Each waiting poll sleeps on a semaphore of its own, signalled by the listener once a
 /// round trip covers it. With one condition broadcast, every poll a round trip let through
