@@ -108,7 +108,7 @@ let package = Package(
         .testTarget(name: "SupportTests", dependencies: ["Support", .product(name: "CoreMetrics", package: "swift-metrics")], swiftSettings: strict),
         .testTarget(name: "WebTests", dependencies: ["Web", "Accounts", .product(name: "Mustache", package: "swift-mustache")],
                     swiftSettings: strict),
-        .testTarget(name: "SyncTests", dependencies: ["Sync", "Database", "TidewayJSON"], swiftSettings: strict),
+        .testTarget(name: "SyncTests", dependencies: ["Sync", "Database", "Support", "TidewayJSON"], swiftSettings: strict),
         .testTarget(name: "BlobsTests", dependencies: ["Blobs", "Support"], swiftSettings: strict),
         .testTarget(name: "DrawingTests", dependencies: ["Drawing"], swiftSettings: strict),
         .testTarget(name: "DashboardsTests", dependencies: ["Dashboards", "Drawing", "Web"], swiftSettings: strict),

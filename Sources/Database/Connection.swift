@@ -137,6 +137,15 @@ public final class Connection {
         return results
     }
 
+    /// A round trip with no statement: a Sync alone, which the server answers with
+    /// ReadyForQuery. A listening connection's backend sends every notification it was
+    /// signalled before it (PostgreSQL's main loop processes pending notifications just
+    /// before reporting ready), so this orders notifications as a statement would, without
+    /// starting a transaction or running anything.
+    public func roundTrip() throws(DatabaseError) {
+        _ = try pipeline([], streaming: [], row: { _, _ in })
+    }
+
     /// One statement on its own (migrations, health checks).
     @discardableResult
     public func execute(_ statement: SQL) throws(DatabaseError) -> QueryResult {
@@ -161,8 +170,12 @@ public final class Connection {
     public var socket: Int32 { conn.map { PQsocket($0) } ?? -1 }
 
     /// Reads pending input and returns the notifications received (channel, payload).
-    public func notifications() throws(DatabaseError) -> [(channel: String, payload: String)] {
-        guard let conn, PQconsumeInput(conn) == 1 else { throw DatabaseError(kind: .unavailable, detail: "connection lost") }
+    /// `readingInput: false`: only those libpq has read already (e.g. while it waited for a
+    /// statement's answer), without a `recv` that would find the socket empty.
+    public func notifications(readingInput: Bool = true) throws(DatabaseError) -> [(channel: String, payload: String)] {
+        guard let conn, !readingInput || PQconsumeInput(conn) == 1 else {
+            throw DatabaseError(kind: .unavailable, detail: "connection lost")
+        }
         var out: [(String, String)] = []
         while let notify = PQnotifies(conn) {
             out.append((String(cString: notify.pointee.relname), String(cString: notify.pointee.extra)))

@@ -1,5 +1,6 @@
 import Database
 import Foundation
+import Synchronization
 
 /// Commit notifications for this worker process. One thread LISTENs on its own connection
 /// (`tideway_changes`, payload: the partition) and wakes long polls waiting for those
@@ -16,7 +17,12 @@ import Foundation
 /// `@unchecked Sendable`: all mutable state is guarded by `condition`.
 public final class ChangeHub: @unchecked Sendable {
     private let condition = NSCondition()
-    private var counter: UInt64 = 0
+    private var counter: UInt64 = 0 {
+        didSet { published.store(counter, ordering: .releasing) }
+    }
+    /// `counter`, readable without the lock (`generation`: every pull reads it, and 32
+    /// polling threads queued on the lock for it).
+    private let published = Atomic<UInt64>(0)
     private var lastChange: [String: UInt64] = [:]
     /// Per partition: a clock a pull's statement saw, its compaction horizon when the
     /// statement compared it (an idle check), and the generation read before it.
@@ -37,11 +43,9 @@ public final class ChangeHub: @unchecked Sendable {
     }
 
     /// Grows with every notification; read it before a snapshot, wait on it after.
-    public var generation: UInt64 {
-        condition.lock()
-        defer { condition.unlock() }
-        return counter
-    }
+    /// A value read while a notification is being recorded may be the one before it: only
+    /// ever too low, which makes a wait or a hint look again, never miss a change.
+    public var generation: UInt64 { published.load(ordering: .acquiring) }
 
     func notify(_ partition: String) {
         condition.lock()
@@ -163,10 +167,10 @@ public final class ChangeHub: @unchecked Sendable {
 
     /// Returns once this worker has received every notification committed before the call
     /// (true), or false when it cannot tell (the listener lost or reconnected meanwhile, or
-    /// a second passed): the listener makes a round trip begun after the call, and
-    /// PostgreSQL sends a listening backend every notification committed before a statement
-    /// ahead of that statement's answer (it takes them in before it reports ready). One
-    /// round trip answers every poll that was waiting when it was sent.
+    /// a second passed): the listener makes a round trip begun after the call (a Sync,
+    /// `Connection.roundTrip`), and a listening backend sends every notification committed
+    /// before it ahead of its answer (it takes them in before it reports ready). One round
+    /// trip answers every poll that was waiting when it was sent.
     package func barrier() -> Bool {
         trips.await(timeout: 1)
     }
@@ -177,14 +181,22 @@ public final class ChangeHub: @unchecked Sendable {
         while true {
             let ready = poll(&descriptors, 2, 5000)
             if ready < 0 && errno != EINTR { throw DatabaseError(kind: .unavailable, detail: "poll failed") }
-            trips.drainWake()
-            deliver(try connection.notifications())
-            if !connection.isHealthy { throw DatabaseError(kind: .unavailable, detail: "listener connection lost") }
-            if let ticket = trips.pending() {
-                // Prepared once: the statement is all there is to it.
-                try connection.execute(.reused("select 1 as heard"))
-                // Read by libpq while it waited for the answer.
+            // Only what poll found readable (or closed): under idle polls the listener makes
+            // thousands of round trips a second, and each empty `read` or `recv` was a
+            // system call for nothing.
+            if descriptors[1].revents != 0 { trips.drainWake() }
+            if descriptors[0].revents != 0 || ready <= 0 {
                 deliver(try connection.notifications())
+                if !connection.isHealthy { throw DatabaseError(kind: .unavailable, detail: "listener connection lost") }
+            }
+            if let ticket = trips.pending() {
+                // No statement: a Sync alone brings the notifications just as well, and
+                // costs the backend no transaction (it was `select 1`, prepared).
+                try connection.roundTrip()
+                // Read by libpq while it waited for the answer: every notification the
+                // backend sent ahead of it.
+                deliver(try connection.notifications(readingInput: false))
+                if !connection.isHealthy { throw DatabaseError(kind: .unavailable, detail: "listener connection lost") }
                 trips.completed(ticket)
             }
         }
@@ -198,16 +210,28 @@ public final class ChangeHub: @unchecked Sendable {
 }
 
 /// The listener's round trips on behalf of polls (`ChangeHub.barrier`): polls take tickets,
-/// the listener covers every ticket taken before it sent its statement.
+/// the listener covers every ticket taken before it sent its round trip.
 ///
-/// `@unchecked Sendable`: all mutable state is guarded by `condition`; the pipe's ends are
-/// set once.
+/// Each waiting poll sleeps on a semaphore of its own, signalled by the listener once a
+/// round trip covers it. With one condition broadcast, every poll a round trip let through
+/// woke at once and queued on the condition's mutex (32 clients: about one lock wait per
+/// poll, a sixth of a worker's context switches; docs/performance.md, "The idle poll's
+/// wake-ups"); a semaphore's waiter leaves its wait holding nothing.
+///
+/// `@unchecked Sendable`: all mutable state is guarded by `lock`; the pipe's ends are set once.
 final class ListenerBarrier: @unchecked Sendable {
-    private let condition = NSCondition()
+    private final class Waiter {
+        let ticket: UInt64
+        let semaphore = DispatchSemaphore(value: 0)
+        /// Set before the semaphore is signalled: let through (true) or the listener lost.
+        var passed = false
+        init(ticket: UInt64) { self.ticket = ticket }
+    }
+
+    private let lock = NSLock()
     private var asked: UInt64 = 0
-    private var done: UInt64 = 0
-    /// Grows at every connect and loss of the listening connection.
-    private var session: UInt64 = 0
+    /// The polls waiting, in ticket order.
+    private var waiters: [Waiter] = []
     private var live = false
     /// A byte is in the pipe and the listener has not yet taken the tickets.
     private var woken = false
@@ -225,56 +249,74 @@ final class ListenerBarrier: @unchecked Sendable {
     }
 
     func await(timeout: TimeInterval) -> Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        guard live, wakeWrite >= 0 else { return false }
+        lock.lock()
+        guard live, wakeWrite >= 0 else {
+            lock.unlock()
+            return false
+        }
         asked += 1
-        let ticket = asked, mine = session
+        let waiter = Waiter(ticket: asked)
+        waiters.append(waiter)
         if !woken {
             woken = true
             var byte: UInt8 = 1
             _ = write(wakeWrite, &byte, 1)
         }
-        let deadline = Date().addingTimeInterval(timeout)
-        while done < ticket {
-            guard live, session == mine, condition.wait(until: deadline) else { return false }
+        lock.unlock()
+        if waiter.semaphore.wait(timeout: .now() + timeout) == .success { return waiter.passed }
+        // Timed out: withdraw, unless a round trip (or the loss) took it meanwhile and is
+        // about to signal it.
+        lock.lock()
+        if let index = waiters.firstIndex(where: { $0 === waiter }) {
+            waiters.remove(at: index)
+            lock.unlock()
+            return false
         }
-        return live && session == mine
+        lock.unlock()
+        waiter.semaphore.wait()
+        return waiter.passed
     }
 
+    /// Empties the pipe (a short read leaves it empty: one byte is written per round trip).
     func drainWake() {
-        var buffer = [UInt8](repeating: 0, count: 64)
-        while read(wakeFD, &buffer, buffer.count) > 0 {}
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { buffer in
+            while read(wakeFD, buffer.baseAddress, 64) == 64 {}
+        }
     }
 
     /// The tickets a round trip sent now covers; nil when no poll waits.
     func pending() -> UInt64? {
-        condition.lock()
-        defer { condition.unlock() }
+        lock.lock()
+        defer { lock.unlock() }
         woken = false
-        return asked > done ? asked : nil
+        return waiters.isEmpty ? nil : asked
     }
 
+    /// A round trip sent when `pending` answered `ticket` returned: lets those polls through.
     func completed(_ ticket: UInt64) {
-        condition.lock()
-        done = max(done, ticket)
-        condition.broadcast()
-        condition.unlock()
+        lock.lock()
+        let through = waiters.prefix { $0.ticket <= ticket }
+        waiters.removeFirst(through.count)
+        lock.unlock()
+        for waiter in through {
+            waiter.passed = true
+            waiter.semaphore.signal()
+        }
     }
 
     func connected() {
-        condition.lock()
-        session += 1
+        lock.lock()
         live = true
-        condition.unlock()
+        lock.unlock()
     }
 
+    /// The listening connection is lost: every waiting poll fails (it cannot tell).
     func lost() {
-        condition.lock()
-        session += 1
+        lock.lock()
         live = false
-        done = asked
-        condition.broadcast()
-        condition.unlock()
+        let failed = waiters
+        waiters.removeAll()
+        lock.unlock()
+        for waiter in failed { waiter.semaphore.signal() }
     }
 }

@@ -47,9 +47,21 @@ public struct Cursor: Sendable, Equatable {
 
     /// nil for anything that is not a cursor this server made for this partition.
     public static func decode(_ text: String, partition: String, key: [UInt8]) -> Cursor? {
+        read(text, partition: partition, key: key)?.cursor
+    }
+
+    /// As `decode`, and whether `text` is exactly what `encode` makes of the cursor for this
+    /// partition now (this version, canonical base64url), so that an answer may give it back
+    /// as it came instead of computing its MAC again (`PullRoute.idle`).
+    static func read(_ text: String, partition: String, key: [UInt8]) -> (cursor: Cursor, canonical: Bool)? {
         guard text.hasPrefix("c:"), text.utf8.count < 600, let bytes = Crypto.base64Decode(text.dropFirst(2)),
               bytes.count >= 1 + 8 + 1 + macLength
         else { return nil }
+        guard let cursor = read(bytes, partition: partition, key: key) else { return nil }
+        return (cursor, bytes[0] == version && text.utf8.dropFirst(2).elementsEqual(Crypto.base64url(bytes).utf8))
+    }
+
+    private static func read(_ bytes: [UInt8], partition: String, key: [UInt8]) -> Cursor? {
         let payload = Array(bytes.dropLast(macLength))
         guard Crypto.constantTimeEqual(Array(bytes.suffix(macLength)), mac(payload, partition: partition, key: key)),
               payload[0] == 1 || payload[0] == version

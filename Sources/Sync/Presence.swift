@@ -25,10 +25,10 @@ public final class Presence: Sendable {
     /// Whether this login's touch is due in this worker process; if so it counts as done
     /// from now. A push that is due sends `statement` in the push's transaction, before its
     /// COMMIT: one WAL flush on the answer's path rather than two (docs/performance.md,
-    /// "The write's tail").
-    func due(_ context: RequestContext) -> Bool {
+    /// "The write's tail"). `digest`: the token's (`Tokens.digest`), when the caller has it.
+    func due(_ context: RequestContext, digest known: [UInt8]? = nil) -> Bool {
         guard let token = context.bearerToken else { return false }
-        let digest = Crypto.sha256(token)
+        let digest = known ?? Tokens.digest(token)
         // 64 bits of the hash: a collision only delays one login's touch by `interval`.
         let key = digest.prefix(8).reduce(0) { $0 << 8 | Int($1) }
         let now = Date()
@@ -42,8 +42,8 @@ public final class Presence: Sendable {
 
     /// Call after a successful sync request (its Bearer token identifies the login) that
     /// does not write: the touch in a small transaction of its own.
-    func touch(_ context: RequestContext) {
-        guard let token = context.bearerToken, due(context) else { return }
+    func touch(_ context: RequestContext, digest known: [UInt8]? = nil) {
+        guard let token = context.bearerToken, due(context, digest: known) else { return }
         do {
             try context.asCaller(token: token) { tx, _ in _ = try tx.query(Presence.statement) }
         } catch let error as DatabaseError where error.sqlState == "28000" {

@@ -14,6 +14,9 @@ struct PullRequest {
     /// The device's install, as in a push; optional. Given, the pull records where the
     /// device's cursors stand (for the inspector's cursor age).
     var clientID: String?
+    /// Per partition, the cursor's text when it is exactly what `Cursor.encode` would give
+    /// for it (an answer that leaves the cursor where it was gives the text back).
+    var cursorTexts: [String: String] = [:]
 
     static let maxPartitions = 200
 
@@ -54,9 +57,10 @@ struct PullRequest {
             case .null:
                 partitions.append((name, .from(partition, .start)))
             case .string(let text):
-                guard let cursor = Cursor.decode(text, partition: name, key: key) else {
+                guard let (cursor, canonical) = Cursor.read(text, partition: name, key: key) else {
                     throw AppError.badRequest("the cursor of \(name) is not one this server gave for it")
                 }
+                if canonical { cursorTexts[name] = text }
                 partitions.append((name, .from(partition, cursor)))
             default:
                 throw AppError.badRequest("a cursor is a string or null")

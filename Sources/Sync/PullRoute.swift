@@ -32,15 +32,17 @@ enum PullRoute {
         // Here, not only in the snapshot: a streamed answer's status is its head's, and the
         // request log and metrics take it when the handler returns (an unknown or revoked
         // token is still a 401 in its place, BodyWriter, but logged as the 200 it replaced).
-        guard context.bearerToken != nil else { throw AppError.unauthenticated }
+        guard let token = context.bearerToken else { throw AppError.unauthenticated }
+        // Once per request: presence and the idle check's memory key on it.
+        let digest = Tokens.digest(token)
         let hub = service.changes
         let deadline = Date().addingTimeInterval(request.wait)
         while true {
             // Read before the snapshot: a commit after it wakes the wait below.
             let seen = hub.generation
             // Before the snapshot, so that the caller's own document already says On-Line.
-            service.presence.touch(context)
-            let idle = try unchanged(request, context: context, hub: hub, seen: seen)
+            service.presence.touch(context, digest: digest)
+            let idle = try unchanged(request, context: context, hub: hub, seen: seen, digest: digest)
             let answer: Answer
             if let unchanged = idle.answer {
                 answer = unchanged
@@ -107,9 +109,10 @@ enum PullRoute {
     /// heard every notification committed before the poll (`ChangeHub.barrier`), so that a
     /// revocation or a write acknowledged before the poll is always seen. Such an answer
     /// never carries documents, and its cursors are the ones asked with.
+    /// `hash`: the token's digest (`Tokens.digest`).
     static func unchanged(_ request: PullRequest, context: RequestContext, hub: ChangeHub,
-                          seen: UInt64) throws -> (answer: Answer?, lsn: String?) {
-        guard let token = context.bearerToken, !request.partitions.isEmpty else { return (nil, nil) }
+                          seen: UInt64, digest hash: [UInt8]) throws -> (answer: Answer?, lsn: String?) {
+        guard !request.partitions.isEmpty else { return (nil, nil) }
         var names: [String] = [], seqs: [String] = [], horizons: [String] = []
         var cursors: [Cursor] = []
         for entry in request.partitions {
@@ -120,7 +123,6 @@ enum PullRoute {
             horizons.append(String(cursor.horizon))
             cursors.append(cursor)
         }
-        let hash = Tokens.digest(token)
         func known() -> Bool {
             hub.auth.allows(hash, names)
                 && zip(names, cursors).allSatisfy { hub.quiet($0, seq: $1.seq, horizon: $1.horizon) }
@@ -163,7 +165,7 @@ enum PullRoute {
             if index > 0 { text += "," }
             positions[entry.name] = cursor.seq
             text += JSON.string(entry.name).serialized() + #":{"status":"ok","changes":[],"cursor":"#
-            text += JSON.string(cursor.encode(partition: entry.name, key: key)).serialized()
+            text += JSON.string(request.cursorTexts[entry.name] ?? cursor.encode(partition: entry.name, key: key)).serialized()
             text += #","more":false}"#
         }
         return Answer(body: Array((text + "}}").utf8), changed: false, positions: positions)

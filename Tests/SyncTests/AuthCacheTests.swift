@@ -144,6 +144,21 @@ import Testing
         #expect(second.passed == true)
     }
 
+    /// A poll that gave up waiting is no longer among the tickets (no round trip is made for
+    /// it); a poll after it is let through by a round trip of its own.
+    @Test func aPollThatTimedOutFailsAndLeaves() {
+        let barrier = ListenerBarrier()
+        barrier.connected()
+        #expect(!barrier.await(timeout: 0.05))
+        #expect(barrier.pending() == nil)
+        let later = Waiter(barrier)
+        let sent = Self.ticket(barrier)
+        barrier.completed(sent)
+        later.done.wait()
+        #expect(later.passed == true)
+        #expect(barrier.pending() == nil)
+    }
+
     @Test func losingTheListenerFailsTheWaitingPolls() {
         let barrier = ListenerBarrier()
         barrier.connected()

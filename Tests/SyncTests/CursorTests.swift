@@ -1,3 +1,5 @@
+import Foundation
+import Support
 import Testing
 
 @testable import Sync
@@ -23,5 +25,24 @@ import Testing
         for garbage in ["", "c:", "c:!!!", "x:" + text.dropFirst(2), String(repeating: "c:AAAA", count: 200)] {
             #expect(Cursor.decode(garbage, partition: "agency=Gabon", key: key) == nil)
         }
+    }
+
+    /// An answer gives a cursor's text back only when it is exactly what `encode` makes now.
+    @Test func canonicalOnlyForWhatEncodeMakes() {
+        let cursor = Cursor.after(42, horizon: 7)
+        let text = cursor.encode(partition: "agency=Gabon", key: key)
+        #expect(Cursor.read(text, partition: "agency=Gabon", key: key).map { $0.cursor == cursor && $0.canonical } == true)
+        // The same bytes written otherwise (padding, the other alphabet) still decode, but
+        // are not what this server writes.
+        for variant in [text + "=", "c:" + text.dropFirst(2).replacingOccurrences(of: "-", with: "+")
+                            .replacingOccurrences(of: "_", with: "/")] where variant != text {
+            #expect(Cursor.read(variant, partition: "agency=Gabon", key: key).map { $0.cursor == cursor && !$0.canonical } == true)
+        }
+        // A version 1 cursor (no horizon) decodes, and is written anew as version 2.
+        var payload: [UInt8] = [1]
+        withUnsafeBytes(of: Int64(42).bigEndian) { payload += $0 }
+        payload += [1, UInt8(ascii: "~")]
+        let old = "c:" + Crypto.base64url(payload + Cursor.mac(payload, partition: "agency=Gabon", key: key))
+        #expect(Cursor.read(old, partition: "agency=Gabon", key: key).map { $0.cursor == .after(42) && !$0.canonical } == true)
     }
 }
