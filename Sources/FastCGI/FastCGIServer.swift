@@ -153,8 +153,8 @@ public final class FastCGIServer: Sendable {
                 continue
             }
             inFlight.withLock { $0 += 1 }
-            let (large, answered) = answer(request, with: handler)
-            let redirected = answered && unixSocket
+            let (large, redirected) = answer(request, with: handler)
+            let closeFirst = redirected && unixSocket
             // nginx never keeps a connection after an X-Accel-Redirect answer (a photo
             // download, an event stream): it acts on the headers and closes it before reading
             // FCGI_END_REQUEST, the only place its FastCGI module marks a connection reusable
@@ -164,9 +164,9 @@ public final class FastCGIServer: Sendable {
             // what was written for nginx to read after our close, even with bytes of nginx's
             // left unread here (a TCP connection would be reset and could lose the answer:
             // there the lingering close stays). docs/performance.md, "Blobs, sixth round".
-            if redirected { tw_fcgx_close_when_finished(request) }
+            if closeFirst { tw_fcgx_close_when_finished(request) }
             FCGX_Finish_r(request)
-            if redirected { tw_fcgx_undetach(request) }
+            if closeFirst { tw_fcgx_undetach(request) }
             inFlight.withLock { $0 -= 1 }
             // A large request or response (a full pull, a push with inline photos, a CSV
             // export) leaves megabytes free inside the allocator's arenas, which glibc keeps:
