@@ -116,23 +116,15 @@ def main():
         for _ in range(WRITES):
             rid = f"bench-ev-{uuid.uuid4().hex[:16]}"
             created.append(rid)
-            change = {"changeId": rid, "collection": "reports", "partition": rb.PARTITION, "id": rid, "op": "insert",
-                      "doc": {"_id": rid, "timestamp": "2026-11-21T10:00:00Z"}}
             if FRESH:
                 writer = rb.Api()
                 time.sleep(0.02)
-            seen = len(sub.arrivals)
             s0 = sched(procs)
-            wall, sent = time.time(), time.perf_counter()
-            results = writer.post("/api/v1/sync/push", {"clientId": "reads-bench-ev", "changes": [change]}).json()["results"]
-            acked = time.perf_counter()
-            assert results[0]["status"] == "applied", results
-            deadline = time.time() + 2
-            while len(sub.arrivals) == seen and time.time() < deadline:
-                time.sleep(0.0002)
-            arrived = sub.arrivals[seen][0] if len(sub.arrivals) > seen else float("nan")
+            wall, start = time.time(), time.perf_counter()
+            sent, acked, received = rb.lone_write_and_event(writer, sub, rid)
+            arrived = received[0] if received else float("nan")
             s1 = sched(procs)
-            writes.append(dict(wall=wall, end=wall + (time.perf_counter() - sent), ack=(acked - sent) * 1000,
+            writes.append(dict(wall=wall + (sent - start), end=wall + (time.perf_counter() - start), ack=(acked - sent) * 1000,
                                event=(arrived - sent) * 1000,
                                sched={g: ((s1[g][0] - s0[g][0]) / 1e6, (s1[g][1] - s0[g][1]) / 1e6) for g in s0}))
             cursor = rb.current(api, cursor)

@@ -325,6 +325,23 @@ def pct(values, q):
     return values[min(len(values) - 1, int(len(values) * q))] if values else float("nan")
 
 
+def lone_write_and_event(writer, sub, rid):
+    """Pushes report `rid` alone as `writer` and waits up to 2 s for `sub`'s next event:
+    (sent, acked, the event as (arrival time, line) or None), times from time.perf_counter.
+    The write -> event row's step, also traced by Bench/event_trace.py."""
+    change = {"changeId": rid, "collection": "reports", "partition": PARTITION, "id": rid, "op": "insert",
+              "doc": {"_id": rid, "timestamp": "2026-11-21T10:00:00Z"}}
+    seen = len(sub.arrivals)
+    sent = time.perf_counter()
+    results = writer.post("/api/v1/sync/push", {"clientId": "reads-bench-ev", "changes": [change]}).json()["results"]
+    acked = time.perf_counter()
+    assert results[0]["status"] == "applied", results
+    deadline = time.time() + 2
+    while len(sub.arrivals) == seen and time.time() < deadline:
+        time.sleep(0.0002)
+    return sent, acked, (sub.arrivals[seen] if len(sub.arrivals) > seen else None)
+
+
 def bench_event(api, cursor, writes=200):
     """Write -> event, and write -> document in hand: the subscriber, a device that holds the
     partition's cursor, applies an event that carries the change at its cursor (`after`),
@@ -343,18 +360,9 @@ def bench_event(api, cursor, writes=200):
     for n in range(writes):
         rid = f"bench-ev-{uuid.uuid4().hex[:16]}"
         created.append(rid)
-        change = {"changeId": rid, "collection": "reports", "partition": PARTITION, "id": rid, "op": "insert",
-                  "doc": {"_id": rid, "timestamp": "2026-11-21T10:00:00Z"}}
-        seen = len(sub.arrivals)
-        sent = time.perf_counter()
-        results = writer.post("/api/v1/sync/push", {"clientId": "reads-bench-ev", "changes": [change]}).json()["results"]
-        acked = time.perf_counter()
-        assert results[0]["status"] == "applied", results
-        deadline = time.time() + 2
-        while len(sub.arrivals) == seen and time.time() < deadline:
-            time.sleep(0.0002)
-        if len(sub.arrivals) > seen:
-            arrived, line = sub.arrivals[seen]
+        sent, acked, received = lone_write_and_event(writer, sub, rid)
+        if received:
+            arrived, line = received
             latencies.append((arrived - sent) * 1000)
             after_ack.append((arrived - acked) * 1000)
             event = json.loads(line[len(b"data:"):])
