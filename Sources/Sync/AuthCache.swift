@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Support
 
 /// What this worker process knows of access tokens, so that an idle poll can be answered
 /// without PostgreSQL (`PullRoute.unchanged`): per token (its SHA-256), until when it is
@@ -35,7 +35,8 @@ package final class AuthCache: Sendable {
         var live = false
     }
 
-    private let state = Mutex(State())
+    /// Read by every idle poll and download, written by fills and invalidations.
+    private let state = ReadWriteLock(State())
     /// Entries kept at most; beyond, the cache starts again (only a saving is lost).
     let capacity: Int
 
@@ -47,12 +48,12 @@ package final class AuthCache: Sendable {
 
     /// Read before the statement whose answer may `fill` the cache. Grows with every
     /// invalidation, so what is remembered elsewhere under it is forgotten with the cache.
-    package var generation: UInt64 { state.withLock { $0.generation } }
+    package var generation: UInt64 { state.read { $0.generation } }
 
     /// Whether the token (its hash) is known valid now and allowed to read every one of
     /// `partitions`, with the listener live.
     func allows(_ hash: [UInt8], _ partitions: [String], now: UInt64 = now()) -> Bool {
-        state.withLock { state in
+        state.read { state in
             guard state.live, let entry = state.entries[hash], now < entry.expires else { return false }
             return partitions.allSatisfy(entry.readable.contains)
         }
@@ -61,7 +62,7 @@ package final class AuthCache: Sendable {
     /// The token's user, when the token is known valid now and allowed to read `partition`,
     /// and its user known, with the listener live.
     package func caller(_ hash: [UInt8], reading partition: String, now: UInt64 = now()) -> String? {
-        state.withLock { state in
+        state.read { state in
             guard state.live, let entry = state.entries[hash], now < entry.expires,
                   entry.readable.contains(partition) else { return nil }
             return entry.user
@@ -76,7 +77,7 @@ package final class AuthCache: Sendable {
                       since generation: UInt64, user: String? = nil) {
         guard seconds > 0 else { return }
         let expires = asked &+ UInt64(min(seconds, 86_400 * 365) * 1e9)
-        state.withLock { state in
+        state.write { state in
             guard state.live, state.generation == generation else { return }
             if state.entries[hash] == nil && state.entries.count >= capacity { state.entries.removeAll() }
             state.entries[hash, default: Entry(expires: expires, readable: [])].readable.formUnion(partitions)
@@ -87,7 +88,7 @@ package final class AuthCache: Sendable {
 
     /// Something that decides tokens or rights changed: forget everything.
     func invalidate() {
-        state.withLock { state in
+        state.write { state in
             state.entries.removeAll()
             state.generation += 1
         }
@@ -96,7 +97,7 @@ package final class AuthCache: Sendable {
     /// The listener connected (after LISTEN) or lost its connection. Both forget everything:
     /// a fill whose statement ran before LISTEN may have missed a notification.
     func setLive(_ live: Bool) {
-        state.withLock { state in
+        state.write { state in
             state.entries.removeAll()
             state.generation += 1
             state.live = live

@@ -1,7 +1,6 @@
 import Database
 import Foundation
 import Support
-import Synchronization
 import Web
 
 /// Presence (domain.md effect 5): a user who synced in the last 60 s is On-Line. Syncing
@@ -10,9 +9,11 @@ import Web
 /// transaction; a sweep turns idle users Off-Line.
 public final class Presence: Sendable {
     /// When each login (by its token's hash) last touched presence here. In shards: every
-    /// sync request of every thread comes through, and one lock was contended.
+    /// sync request of every thread comes through, and one lock was contended; read-write
+    /// locks, since a login's requests only read it but once every `interval` (one login
+    /// polling from many threads met itself on one shard's mutex).
     private let lastTouch: [Shard] = (0..<16).map { _ in Shard() }
-    private final class Shard: Sendable { let seen = Mutex<[Int: Date]>([:]) }
+    private final class Shard: Sendable { let seen = ReadWriteLock<[Int: Date]>([:]) }
     let interval: TimeInterval
 
     public init(interval: TimeInterval = 15) {
@@ -32,7 +33,10 @@ public final class Presence: Sendable {
         // 64 bits of the hash: a collision only delays one login's touch by `interval`.
         let key = digest.prefix(8).reduce(0) { $0 << 8 | Int($1) }
         let now = Date()
-        return lastTouch[Int(digest[8] & 15)].seen.withLock { seen -> Bool in
+        let shard = lastTouch[Int(digest[8] & 15)]
+        if let last = shard.seen.read({ $0[key] }), now.timeIntervalSince(last) < interval { return false }
+        return shard.seen.write { seen -> Bool in
+            // Again: another thread of the same login may have touched it meanwhile.
             if let last = seen[key], now.timeIntervalSince(last) < interval { return false }
             if seen.count > 5_000 { seen.removeAll() }
             seen[key] = now

@@ -3,7 +3,6 @@ import Database
 import Dispatch
 import Foundation
 import Support
-import Synchronization
 
 /// What `/metrics` shows (Prometheus text format 0.0.4): the series every process of the
 /// host recorded in SharedMetrics, merged, plus levels read from the database at scrape
@@ -71,13 +70,14 @@ public enum Metrics {
         /// At most this many kinds are kept (the method is the client's: any token nginx
         /// accepts); beyond it, each request makes its series anew, as before.
         static let keptLimit = 1024
-        private static let kept = Mutex<[Kind: RequestSeries]>([:])
+        /// Read by every request of every thread, written once per kind: shared reads.
+        private static let kept = ReadWriteLock<[Kind: RequestSeries]>([:])
 
         static func of(method: String, route: String, status: Int) -> RequestSeries {
             let kind = Kind(method: method, route: route, status: status)
-            if let known = kept.withLock({ $0[kind] }) { return known }
+            if let known = kept.read({ $0[kind] }) { return known }
             let made = RequestSeries(kind)
-            kept.withLock { if $0.count < keptLimit { $0[kind] = made } }
+            kept.write { if $0.count < keptLimit { $0[kind] = made } }
             return made
         }
 
