@@ -30,16 +30,26 @@ public final class FastCGIServer: Sendable {
     private let ownedPath: String?
     /// A unix socket (see `serve`: closing a connection first is safe there, not over TCP).
     private let unixSocket: Bool
-    private let inFlight = Mutex(0)
-    private let serving = Mutex(0)
+    // Counted and recorded without a lock: every request of every thread passes here, and
+    // two mutexes taken twice per request were a twentieth of an idle poll's worker CPU,
+    // spinning under 32 threads (docs/performance.md, "Every change together, sixth round").
+    private let inFlight = Atomic<Int>(0)
+    private let serving = Atomic<Int>(0)
     private let stopping = Atomic<Bool>(false)
     /// The threads inside FCGX_Accept_r, with their request (whose ipcFd < 0 says the
     /// thread is in, or on its way to, accept() rather than reading a kept-alive connection).
-    private let accepting = Mutex<[UInt: UInt]>([:])
+    /// Per serving thread: its pthread and, while it waits in FCGX_Accept_r, its request
+    /// (0 otherwise), so that stopping can wake those with no connection in hand.
+    private let slots: [Slot]
+    private final class Slot: Sendable {
+        let thread = Atomic<UInt>(0)
+        let accepting = Atomic<UInt>(0)
+    }
 
     public init(listenFD: Int32, threads: Int, ownedPath: String? = nil) {
         self.listenFD = listenFD
         self.threads = max(1, threads)
+        self.slots = (0..<max(1, threads)).map { _ in Slot() }
         self.ownedPath = ownedPath
         self.unixSocket = Self.isUnixSocket(listenFD)
     }
@@ -74,7 +84,8 @@ public final class FastCGIServer: Sendable {
         sigaction(SIGUSR1, &wake, nil)
 
         for index in 0..<threads {
-            let thread = Thread { [self] in self.serve(makeHandler: makeHandler) }
+            let slot = slots[index]
+            let thread = Thread { [self] in self.serve(in: slot, makeHandler: makeHandler) }
             thread.name = "fcgi-\(index)"
             thread.stackSize = 1 << 20
             thread.start()
@@ -100,14 +111,17 @@ public final class FastCGIServer: Sendable {
         // Until every thread has left: wake those in accept() (SIGUSR1, no SA_RESTART: EINTR,
         // and libfcgi returns since shutdown is pending), never one reading a kept-alive
         // connection (its read would fail and cut the connection).
-        while serving.withLock({ $0 }) > 0 && Date() < deadline {
+        while serving.load(ordering: .acquiring) > 0 && Date() < deadline {
             if ownedPath == nil {
-                let inAccept = accepting.withLock { $0.filter { tw_fcgx_ipc_fd(UnsafeMutablePointer(bitPattern: $0.value)) < 0 } }
-                for thread in inAccept.keys { pthread_kill(pthread_t(thread), SIGUSR1) }
+                for slot in slots {
+                    let request = slot.accepting.load(ordering: .acquiring)
+                    guard request != 0, tw_fcgx_ipc_fd(UnsafeMutablePointer(bitPattern: request)) < 0 else { continue }
+                    pthread_kill(pthread_t(slot.thread.load(ordering: .acquiring)), SIGUSR1)
+                }
             }
             usleep(10_000)
         }
-        let left = inFlight.withLock { $0 }
+        let left = inFlight.load(ordering: .acquiring)
         if left > 0 { Self.logError("stopping with \(left) requests unanswered after \(drainSeconds) s", requestID: "") }
     }
 
@@ -133,26 +147,26 @@ public final class FastCGIServer: Sendable {
         pthread_sigmask(SIG_BLOCK, &signals, nil)
     }
 
-    private func serve(makeHandler: @Sendable () -> Handler) {
-        serving.withLock { $0 += 1 }
-        defer { serving.withLock { $0 -= 1 } }
+    private func serve(in slot: Slot, makeHandler: @Sendable () -> Handler) {
+        serving.add(1, ordering: .acquiringAndReleasing)
+        defer { serving.subtract(1, ordering: .acquiringAndReleasing) }
         let handler = makeHandler()
         guard let request = tw_fcgx_request_new(listenFD) else { return }
-        let me = UInt(pthread_self())
+        slot.thread.store(UInt(pthread_self()), ordering: .releasing)
         while true {
             // Stopping: a thread with no connection in hand leaves; one with a kept-alive
             // connection waits on it for nginx's next request or its close (then libfcgi,
             // shutdown pending, returns instead of accepting).
             if isStopping && tw_fcgx_ipc_fd(request) < 0 { break }
-            accepting.withLock { $0[me] = UInt(bitPattern: request) }
+            slot.accepting.store(UInt(bitPattern: request), ordering: .releasing)
             let accepted = FCGX_Accept_r(request)
-            accepting.withLock { _ = $0.removeValue(forKey: me) }
+            slot.accepting.store(0, ordering: .releasing)
             guard accepted >= 0 else {
                 if isStopping { break }
                 usleep(1000)
                 continue
             }
-            inFlight.withLock { $0 += 1 }
+            inFlight.add(1, ordering: .acquiringAndReleasing)
             let (large, redirected) = answer(request, with: handler)
             let closeFirst = redirected && unixSocket
             // nginx never keeps a connection after an X-Accel-Redirect answer (a photo
@@ -167,7 +181,7 @@ public final class FastCGIServer: Sendable {
             if closeFirst { tw_fcgx_close_when_finished(request) }
             FCGX_Finish_r(request)
             if closeFirst { tw_fcgx_undetach(request) }
-            inFlight.withLock { $0 -= 1 }
+            inFlight.subtract(1, ordering: .acquiringAndReleasing)
             // A large request or response (a full pull, a push with inline photos, a CSV
             // export) leaves megabytes free inside the allocator's arenas, which glibc keeps:
             // give them back now, so that RSS stays near what the threads hold at rest
