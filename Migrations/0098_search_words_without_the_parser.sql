@@ -8,7 +8,7 @@
 -- so each token was exactly one run of letters and digits, and the vector kept a
 -- position for each, which no query reads: the boardings list (BoardingFilter.tsquery) asks
 -- only for every word as a prefix (`'w':* & …`), and `@@` reads positions only for phrase
--- operators and weights. Positions made the stored vector ~40% bigger (and the row with
+-- operators and weights. Positions made the stored vector ~1.5 times as big (and the row with
 -- it), and the parser cost more than the split that replaces it.
 --
 -- `app.search_words(folded)` is the one definition of what a report's search text becomes:
