@@ -2,7 +2,8 @@
 25): `app.insert_documents` called as the worker role under an officer's claims
 (app.authenticate, so the same RLS and triggers as a push), one push per committed
 transaction, CPU from the backend's own /proc counters. No HTTP, no worker: for comparing
-one SQL effect on and off, or two versions of it, back to back.
+one SQL effect on and off, or two versions of it, back to back. WAL bytes per report from
+pg_current_wal_lsn() around the measured pushes (other sessions' writes meanwhile count too).
 
     TIDEWAY_BENCH_URL=... TIDEWAY_BENCH_CA=... TIDEWAY_BENCH_STATE=.state/bench \\
     BENCH_ADMIN_DATABASE="host=.state/bench/run dbname=tideway user=postgres" \\
@@ -48,14 +49,21 @@ def main():
             perf = subprocess.Popen(["perf", "record", "-g", "-o", perf_file, "-p", str(pid)],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(1)
+        cur.execute("select pg_current_wal_lsn()")
+        lsn = cur.fetchone()[0]
+        conn.commit()
         before = cpu()
         for n in range(pushes):
             push(n)
         used = cpu() - before
+        cur.execute("select pg_wal_lsn_diff(pg_current_wal_lsn(), %s)", (lsn,))
+        wal = float(cur.fetchone()[0])
+        conn.commit()
         if perf:
             perf.send_signal(signal.SIGINT)
             perf.wait()
-        print(f"{1000 * used / (pushes * batch):.3f} ms of backend CPU per report ({pushes} pushes of {batch})")
+        print(f"{1000 * used / (pushes * batch):.3f} ms of backend CPU per report ({pushes} pushes of {batch}); "
+              f"{wal / (pushes * batch):,.0f} bytes of WAL per report (every session's)")
     finally:
         wb.count_and_remove(prefix)
 

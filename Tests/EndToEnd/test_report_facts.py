@@ -113,3 +113,37 @@ def test_a_tombstone(cur):
     assert got["boarded_at"].isoformat() == "1970-01-01T00:00:00+00:00"
     assert (got["vessel_key"], got["violation_count"], got["catch_species"], got["catch_kg"], got["search"]) == \
         ("", 0, [], [], "")
+
+
+# Texts the parser could read otherwise than as runs of letters and digits (Migrations/0098):
+# codes, addresses, numbers, other scripts and digits, ligatures, combining marks, words at
+# and over the parser's 2,047-byte limit, and a text long enough to take the parser's branch.
+SEARCH_TEXTS = (
+    "CR-2023-01234 ec-cap-56008 27.80(a)(2) 7145(a) v1.2.3 -12 +3 1e5 0x1F 3,5 1/2 ½ ² №5",
+    "ana@example.org https://x.example/a_b?c=d host.example.com /usr/lib a_b ~x &amp; <b>bold</b>",
+    "Ōcean Stár Straße Ægir ǅemal İstanbul ΣΊΣΥΦΟΣ ﬁsh naïve Ǆ ß Ǳ",
+    "٣٤٥ ३४५ 一二三 東京2024 a١b ক্ষ e\u0301 a\u0308b 🐟fish",
+    "x" * 2046 + " tail",
+    "y" * 2047 + " tail",
+    "é" * 1023 + " " + "é" * 1024,
+    " ".join(f"word{i} ünïcode-{i}" for i in range(200)),
+    "",
+    "!!! --- ...",
+)
+
+
+@pytest.mark.parametrize("text", SEARCH_TEXTS)
+def test_search_is_the_parsers_lexemes_without_positions(cur, text):
+    report_id = insert(cur, {"notes": [{"note": text}]})
+    cur.execute("select r.search = strip(to_tsvector('simple', regexp_replace(coalesce(app.fold(%s), ''), "
+                "'[^[:alnum:]]+', ' ', 'g'))), r.search = strip(r.search) from sync.reports r where r.id = %s",
+                (text, report_id))
+    assert cur.fetchone() == (True, True)
+
+
+def test_search_finds_every_word_as_a_prefix(cur):
+    report_id = insert(cur, {"vessel": {"name": "Ōcean Stár", "permitNumber": "CR-2023-01234"}})
+    cur.execute("select count(*) filter (where r.search @@ to_tsquery('simple', app.fold(q))) from sync.reports r, "
+                "unnest(array['''ocean'':* & ''2023'':*', '''stá'':*', '''cr'':* & ''012'':*', '''oceans'':*']) q "
+                "where r.id = %s", (report_id,))
+    assert cur.fetchone()[0] == 3
