@@ -65,6 +65,7 @@ public final class EventPublisher {
                 cursorKey = try Secrets.load(from: connection).cursorKey
                 try connection.execute("listen tideway_changes")
                 try connection.execute("listen tideway_revoked")
+                try connection.execute("listen tideway_streams_check")
                 Log.info("events: listening")
                 // Listening first, then what was missed while no one listened: nothing
                 // falls between the two (a change may be announced twice).
@@ -98,6 +99,10 @@ public final class EventPublisher {
             // snapshot that read its partition's first one: one read per partition covers it.
             var read: Set<String> = []
             for note in try connection.notifications() {
+                if note.channel == "tideway_streams_check" {
+                    streamCounts.checkNow()
+                    continue
+                }
                 if note.channel == "tideway_changes" && !read.insert(note.payload).inserted { continue }
                 publish(note.channel, note.payload)
                 // Lag: from reading the notification (delivered at commit) to nginx's answer.
