@@ -287,6 +287,16 @@ def main():
         print(f"writes that also touched presence (a second transaction): {len(touched)}, write -> event "
               + ", ".join(f"{t:.2f}" for t in touched) + " ms; rank among the slowest: "
               + ", ".join(str(1 + sorted(writes, key=lambda w: -w["event"]).index(w)) for w in writes if presence(w)))
+        # Another process's COMMIT in the write's window (the job runner's fold, the
+        # publisher's checkpoint): a durable one queues the write's WAL flush behind its own.
+        def others_commit(w):
+            return [(who, float(re.match(r"duration: ([\d.]+)", m).group(1))) for who, m in w["pgall"]
+                    if who not in ("worker pool", "bench") and re.match(r"duration: [\d.]+ ms\s+(execute [^:]*|statement): (commit|COMMIT|select app.events_checkpoint)", m)]
+        shared = [w for w in writes if others_commit(w)]
+        alone = sorted(w["event"] for w in writes if not others_commit(w))
+        print(f"writes with another process's COMMIT in their window: {len(shared)} ("
+              + ", ".join(f"{w['event']:.1f} ms: " + "+".join(f"{who} {d:.2f}" for who, d in others_commit(w)) for w in shared)
+              + f"); the others' write -> event p50 {rb.pct(alone, .5):.2f}, p99 {rb.pct(alone, .99):.2f} ms")
         commits = [commit(w) for w in writes]
         print(f"COMMIT (the WAL flush) p50 {rb.pct(commits, .5):.2f} ms, p99 {rb.pct(commits, .99):.2f} ms; "
               f"the writes' statements before it p50 {rb.pct([statements(w) - c for w, c in zip(writes, commits)], .5):.2f} ms")

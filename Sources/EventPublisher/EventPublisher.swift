@@ -63,6 +63,11 @@ public final class EventPublisher {
             do {
                 let connection = try Connection(conninfo: conninfo)
                 cursorKey = try Secrets.load(from: connection).cursorKey
+                // This connection writes only the checkpoints (positions and revocations
+                // handled), and losing the last ones to a crash only announces and closes again
+                // what they covered (thin events, closed streams reopened): no need to wait for
+                // the disk, whose flush a writer's commit would otherwise queue behind.
+                try connection.execute("set synchronous_commit = off")
                 try connection.execute("listen tideway_changes")
                 try connection.execute("listen tideway_revoked")
                 try connection.execute("listen tideway_streams_check")
