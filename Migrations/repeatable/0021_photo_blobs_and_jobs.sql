@@ -45,12 +45,14 @@ end
 $$;
 
 -- Enqueued in the writing transaction: a photo with inline bytes gets one pending job.
+-- No NOTIFY: the job runner takes due jobs every half second and does not listen
+-- (Sources/Patrol/JobRunner.swift), and a notification no one listens to would still wake
+-- every listening backend of the database.
 create or replace function app.enqueue_photo_offload() returns trigger
 language plpgsql security definer set search_path = app, pg_temp as $$
 begin
     insert into app.jobs (kind, partition, ref) values ('offload_photo', new.partition, new.id)
         on conflict (kind, ref) where state = 'pending' do nothing;
-    perform pg_notify('tideway_jobs', 'offload_photo');
     return null;
 end
 $$;

@@ -63,8 +63,14 @@ public final class EventPublisher {
             do {
                 let connection = try Connection(conninfo: conninfo)
                 cursorKey = try Secrets.load(from: connection).cursorKey
+                // This connection writes only the checkpoints (positions and revocations
+                // handled), and losing the last ones to a crash only announces and closes again
+                // what they covered (thin events, closed streams reopened): no need to wait for
+                // the disk, whose flush a writer's commit would otherwise queue behind.
+                try connection.execute("set synchronous_commit = off")
                 try connection.execute("listen tideway_changes")
                 try connection.execute("listen tideway_revoked")
+                try connection.execute("listen tideway_streams_check")
                 Log.info("events: listening")
                 // Listening first, then what was missed while no one listened: nothing
                 // falls between the two (a change may be announced twice).
@@ -98,6 +104,10 @@ public final class EventPublisher {
             // snapshot that read its partition's first one: one read per partition covers it.
             var read: Set<String> = []
             for note in try connection.notifications() {
+                if note.channel == "tideway_streams_check" {
+                    streamCounts.checkNow()
+                    continue
+                }
                 if note.channel == "tideway_changes" && !read.insert(note.payload).inserted { continue }
                 publish(note.channel, note.payload)
                 // Lag: from reading the notification (delivered at commit) to nginx's answer.

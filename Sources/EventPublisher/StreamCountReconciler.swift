@@ -9,11 +9,20 @@ import Support
 /// Every `interval` seconds, and at once on `NOTIFY tideway_streams_check`, this asks nginx
 /// how many streams each login counted as streaming (or counted lately) really holds, and
 /// sets the counts (migration 0052). Runs in `tideway events`, beside the publisher.
-/// Unchecked Sendable: after `start()` only its own thread touches it.
+///
+/// Its connection does not LISTEN: the publisher's listening connection hears
+/// `tideway_streams_check` and calls `checkNow()`. PostgreSQL 15 signals every listening
+/// backend of the database at every commit that notifies, whatever the channel, so a
+/// listener of its own was one more backend woken by every write (docs/performance.md,
+/// "Listeners woken per commit"). While the publisher's listener reconnects, a request is
+/// missed and waits for the next round, as it did when this connection was down.
+/// Unchecked Sendable: after `start()` only its own thread touches it, but for `wake`.
 final class StreamCountReconciler: @unchecked Sendable {
     let conninfo: String
     let nchan: NchanClient
     let interval: Double
+    /// Signalled by `checkNow()`; the round waits on it.
+    private let wake = DispatchSemaphore(value: 0)
     /// New connections per disagreeing login: with half of the workers' answers wrong, 16
     /// all wrong happens about once in 65,000 (measured rates 40-60% wrong).
     static let tries = 16
@@ -37,12 +46,11 @@ final class StreamCountReconciler: @unchecked Sendable {
         while true {
             do {
                 if connection == nil {
-                    let fresh = try Connection(conninfo: conninfo)
-                    try fresh.execute("listen tideway_streams_check")
-                    connection = fresh
+                    connection = try Connection(conninfo: conninfo)
                 }
                 try reconcile(connection!)
-                try waitForNextRound(connection!)
+                if !connection!.isHealthy { throw DatabaseError(kind: .unavailable, detail: "connection lost") }
+                waitForNextRound()
             } catch {
                 Log.warning("stream counts: \(error); retrying")
                 connection = nil
@@ -90,17 +98,15 @@ final class StreamCountReconciler: @unchecked Sendable {
         }
     }
 
-    /// Until `interval` has passed or someone asks for a round now.
-    private func waitForNextRound(_ connection: Connection) throws {
-        let deadline = Date().addingTimeInterval(interval)
-        var descriptor = pollfd(fd: connection.socket, events: Int16(POLLIN), revents: 0)
-        while deadline.timeIntervalSinceNow > 0 {
-            let milliseconds = Int32(min(deadline.timeIntervalSinceNow, 60) * 1000) + 1
-            if poll(&descriptor, 1, milliseconds) < 0 && errno != EINTR {
-                throw DatabaseError(kind: .unavailable, detail: "poll failed")
-            }
-            if !(try connection.notifications()).isEmpty { return }
-            if !connection.isHealthy { throw DatabaseError(kind: .unavailable, detail: "connection lost") }
-        }
+    /// Asks for a round now (`NOTIFY tideway_streams_check`, heard by the publisher).
+    func checkNow() {
+        wake.signal()
+    }
+
+    /// Until `interval` has passed or someone asks for a round now. Requests made during
+    /// the round just done are all answered by the next one.
+    private func waitForNextRound() {
+        _ = wake.wait(timeout: .now() + interval)
+        while wake.wait(timeout: .now()) == .success {}
     }
 }

@@ -42,14 +42,21 @@ public final class JobRunner {
         let description: String
     }
 
-    /// How long a report change may wait for the dashboards' summaries: the runner folds
-    /// every `foldEvery` seconds (plus the fold's own time).
+    /// How long a report change may wait for the dashboards' summaries, and a new job for
+    /// the runner: it takes the jobs due and folds every `foldEvery` seconds (plus the
+    /// turn's own time).
     public static let foldEvery = 0.5
 
-    /// Runs jobs as they come (woken by NOTIFY tideway_jobs, and every half second for the
-    /// summaries and retries), sweeping unreferenced blobs every `sweepEvery` seconds. Never returns.
+    /// Runs the jobs due and folds the summaries every half second, sweeping unreferenced
+    /// blobs every `sweepEvery` seconds. Never returns.
+    ///
+    /// The runner does not LISTEN for new jobs: PostgreSQL 15 signals every listening
+    /// backend of the database at every commit that notifies, whatever the channel, so its
+    /// listening backend was woken by every write of every client, to find nothing for it
+    /// (docs/performance.md, "Listeners woken per commit"). A job now starts at the runner's
+    /// next turn, within `foldEvery` of its commit, instead of at once: a photo's offload is
+    /// never waited for (the push is answered and the inline photo synced before it).
     public func runForever(sweepEvery: TimeInterval) throws -> Never {
-        try connection.execute("listen tideway_jobs")
         Log.info("jobs: running (blob root \(store.root))")
         var lastSweep = Date.distantPast
         while true {
@@ -67,7 +74,7 @@ public final class JobRunner {
                 Log.error("jobs: database unavailable: \(error.detail)")
                 exit(1)
             }
-            waitForNotification(seconds: Self.foldEvery)
+            Thread.sleep(forTimeInterval: Self.foldEvery)
         }
     }
 
@@ -78,7 +85,11 @@ public final class JobRunner {
     @discardableResult
     public func foldSummaries() throws -> Int {
         do {
-            return try connection.transaction { tx in
+            // Not waiting for the disk: a fold moves the summaries and their watermark in one
+            // transaction, so a crash that loses it loses both, and the next fold does the
+            // same work again. Its WAL goes to disk with the next durable commit (a write's),
+            // so a fold no longer adds a flush of its own beside the writers' every turn.
+            return try connection.transaction(opening: ["set local synchronous_commit = off"]) { tx in
                 try tx.query("select app.fold_boarding_summaries() as folded").first?.int("folded") ?? 0
             }
         } catch let error as DatabaseError where error.kind != .unavailable {
@@ -154,12 +165,6 @@ public final class JobRunner {
         try connection.transaction(opening: ["select app.as_job_runner()"]) { tx in
             _ = try tx.query("delete from app.jobs where state = 'done' and finished_at < now() - interval '7 days'")
         }
-    }
-
-    private func waitForNotification(seconds: Double) {
-        var poller = pollfd(fd: connection.socket, events: Int16(POLLIN), revents: 0)
-        _ = poll(&poller, 1, Int32(seconds * 1000))
-        _ = try? connection.notifications()
     }
 }
 
