@@ -237,9 +237,9 @@ private final class ListeningConnection: @unchecked Sendable {
 /// time: the poll that finds none sends it itself, on the listening connection, while the
 /// listener thread waits in `poll` for its answer; polls that come meanwhile are covered by
 /// the next, which the listener sends as soon as the answer is in. Before, a poll woke the
-/// listener thread through a pipe to send every Sync: one more sleep and wake-up, two more
-/// system calls per round trip — a fifth of what the barrier cost a photo download
-/// (docs/performance.md, "Blobs, seventh round").
+/// listener thread through a pipe to send every Sync: one more sleep and wake-up, and two
+/// more system calls, per round trip (a photo download's context switches in the worker
+/// went from 4.3 to 3.3; docs/performance.md, "Blobs, seventh round").
 ///
 /// Each waiting poll sleeps on a semaphore of its own, signalled by the listener once a
 /// round trip covers it. With one condition broadcast, every poll a round trip let through
