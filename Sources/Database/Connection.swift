@@ -137,13 +137,30 @@ public final class Connection {
         return results
     }
 
-    /// A round trip with no statement: a Sync alone, which the server answers with
-    /// ReadyForQuery. A listening connection's backend sends every notification it was
-    /// signalled before it (PostgreSQL's main loop processes pending notifications just
+    /// A round trip with no statement, sent now and not waited for: a Sync alone, which the
+    /// server answers with ReadyForQuery; the answer is read by `syncsAnswered`, possibly on
+    /// another thread (callers serialize every use of the connection themselves). A
+    /// listening connection's backend sends every notification it was signalled before the
+    /// Sync ahead of that answer (PostgreSQL's main loop processes pending notifications just
     /// before reporting ready), so this orders notifications as a statement would, without
-    /// starting a transaction or running anything.
-    public func roundTrip() throws(DatabaseError) {
-        _ = try pipeline([], streaming: [], row: { _, _ in })
+    /// starting a transaction or running anything. False when it could not be sent.
+    public func sendSync() -> Bool {
+        guard let conn, PQstatus(conn) == CONNECTION_OK else { return false }
+        return PQpipelineSync(conn) == 1 && PQflush(conn) == 0
+    }
+
+    /// Reads what has arrived and answers how many Syncs sent by `sendSync` it answered.
+    /// The notifications read on the way (a backend sends those committed before a Sync
+    /// ahead of its answer) are left for `notifications(readingInput: false)`.
+    public func syncsAnswered() throws(DatabaseError) -> Int {
+        guard let conn, PQconsumeInput(conn) == 1 else { throw DatabaseError(kind: .unavailable, detail: "connection lost") }
+        var answered = 0
+        // Never blocks: only results whose whole message has arrived are taken.
+        while PQisBusy(conn) == 0, let result = PQgetResult(conn) {
+            if PQresultStatus(result) == PGRES_PIPELINE_SYNC { answered += 1 }
+            PQclear(result)
+        }
+        return answered
     }
 
     /// One statement on its own (migrations, health checks).

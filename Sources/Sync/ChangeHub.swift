@@ -152,8 +152,9 @@ public final class ChangeHub: @unchecked Sendable {
                     try connection.execute("listen tideway_auth")
                     auth.setLive(true)
                     setListening(true)
-                    trips.connected()
-                    try pump(connection)
+                    let listening = ListeningConnection(connection)
+                    trips.connected { listening.sendSync() }
+                    try pump(listening)
                 } catch {
                     trips.lost()
                     setListening(false)
@@ -167,38 +168,26 @@ public final class ChangeHub: @unchecked Sendable {
 
     /// Returns once this worker has received every notification committed before the call
     /// (true), or false when it cannot tell (the listener lost or reconnected meanwhile, or
-    /// a second passed): the listener makes a round trip begun after the call (a Sync,
-    /// `Connection.roundTrip`), and a listening backend sends every notification committed
-    /// before it ahead of its answer (it takes them in before it reports ready). One round
-    /// trip answers every poll that was waiting when it was sent.
+    /// a second passed): a round trip begun after the call (a Sync) on the listening
+    /// connection, and a listening backend sends every notification committed before it ahead
+    /// of its answer (it takes them in before it reports ready). One round trip answers every
+    /// poll that was waiting when it was sent.
     package func barrier() -> Bool {
         trips.await(timeout: 1)
     }
 
-    private func pump(_ connection: Connection) throws {
-        var descriptors = [pollfd(fd: connection.socket, events: Int16(POLLIN), revents: 0),
-                           pollfd(fd: trips.wakeFD, events: Int16(POLLIN), revents: 0)]
+    /// Reads the listening connection: notifications, and the answers to the Syncs the
+    /// barrier's callers send on it.
+    private func pump(_ listening: ListeningConnection) throws {
+        var descriptor = pollfd(fd: listening.socket, events: Int16(POLLIN), revents: 0)
         while true {
-            let ready = poll(&descriptors, 2, 5000)
+            let ready = poll(&descriptor, 1, 5000)
             if ready < 0 && errno != EINTR { throw DatabaseError(kind: .unavailable, detail: "poll failed") }
-            // Only what poll found readable (or closed): under idle polls the listener makes
-            // thousands of round trips a second, and each empty `read` or `recv` was a
-            // system call for nothing.
-            if descriptors[1].revents != 0 { trips.drainWake() }
-            if descriptors[0].revents != 0 || ready <= 0 {
-                deliver(try connection.notifications())
-                if !connection.isHealthy { throw DatabaseError(kind: .unavailable, detail: "listener connection lost") }
-            }
-            if let ticket = trips.pending() {
-                // No statement: a Sync alone brings the notifications just as well, and
-                // costs the backend no transaction (it was `select 1`, prepared).
-                try connection.roundTrip()
-                // Read by libpq while it waited for the answer: every notification the
-                // backend sent ahead of it.
-                deliver(try connection.notifications(readingInput: false))
-                if !connection.isHealthy { throw DatabaseError(kind: .unavailable, detail: "listener connection lost") }
-                trips.completed(ticket)
-            }
+            let (answered, notes) = try listening.read()
+            // The notifications first: the polls a Sync's answer lets through must find what
+            // was notified ahead of it already applied.
+            deliver(notes)
+            for _ in 0..<answered { trips.answered() }
         }
     }
 
@@ -209,8 +198,48 @@ public final class ChangeHub: @unchecked Sendable {
     }
 }
 
+/// The listening connection, used by the listener thread (`read`) and by the threads that
+/// send the barrier's Syncs (`sendSync`), one at a time.
+///
+/// `@unchecked Sendable`: the connection is only used under `use`.
+private final class ListeningConnection: @unchecked Sendable {
+    private let connection: Connection
+    private let use = NSLock()
+    let socket: Int32
+
+    init(_ connection: Connection) {
+        self.connection = connection
+        socket = connection.socket
+    }
+
+    func sendSync() {
+        use.withLock {
+            // A Sync that cannot be sent would leave its polls waiting: end the connection,
+            // so that the listener fails them and connects again.
+            if !connection.sendSync() { _ = shutdown(socket, Int32(SHUT_RDWR)) }
+        }
+    }
+
+    /// What arrived: how many Syncs were answered, and the notifications (those committed
+    /// before a Sync come ahead of its answer). Throws once the connection is lost.
+    func read() throws(DatabaseError) -> (answered: Int, notes: [(channel: String, payload: String)]) {
+        use.lock()
+        defer { use.unlock() }
+        let answered = try connection.syncsAnswered()
+        let notes = try connection.notifications(readingInput: false)
+        guard connection.isHealthy else { throw DatabaseError(kind: .unavailable, detail: "listener connection lost") }
+        return (answered, notes)
+    }
+}
+
 /// The listener's round trips on behalf of polls (`ChangeHub.barrier`): polls take tickets,
-/// the listener covers every ticket taken before it sent its round trip.
+/// a round trip covers every ticket taken before its Sync was sent. One is in flight at a
+/// time: the poll that finds none sends it itself, on the listening connection, while the
+/// listener thread waits in `poll` for its answer; polls that come meanwhile are covered by
+/// the next, which the listener sends as soon as the answer is in. Before, a poll woke the
+/// listener thread through a pipe to send every Sync: one more sleep and wake-up, and two
+/// more system calls, per round trip (a photo download's context switches in the worker
+/// went from 4.3 to 3.3; docs/performance.md, "Blobs, seventh round").
 ///
 /// Each waiting poll sleeps on a semaphore of its own, signalled by the listener once a
 /// round trip covers it. With one condition broadcast, every poll a round trip let through
@@ -218,7 +247,7 @@ public final class ChangeHub: @unchecked Sendable {
 /// poll, a sixth of a worker's context switches; docs/performance.md, "The idle poll's
 /// wake-ups"); a semaphore's waiter leaves its wait holding nothing.
 ///
-/// `@unchecked Sendable`: all mutable state is guarded by `lock`; the pipe's ends are set once.
+/// `@unchecked Sendable`: all mutable state is guarded by `lock`.
 final class ListenerBarrier: @unchecked Sendable {
     private final class Waiter {
         let ticket: UInt64
@@ -232,37 +261,25 @@ final class ListenerBarrier: @unchecked Sendable {
     private var asked: UInt64 = 0
     /// The polls waiting, in ticket order.
     private var waiters: [Waiter] = []
-    private var live = false
-    /// A byte is in the pipe and the listener has not yet taken the tickets.
-    private var woken = false
-    /// The pipe that wakes the listener out of `poll`.
-    let wakeFD: Int32
-    private let wakeWrite: Int32
-
-    init() {
-        var ends: [Int32] = [-1, -1]
-        if pipe(&ends) == 0 {
-            for fd in ends { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
-        }
-        wakeFD = ends[0]
-        wakeWrite = ends[1]
-    }
+    /// Sends a Sync on the listening connection; nil while there is none.
+    private var send: (@Sendable () -> Void)?
+    /// The last ticket the round trip in flight covers; nil when none is.
+    private var inFlight: UInt64?
 
     func await(timeout: TimeInterval) -> Bool {
         lock.lock()
-        guard live, wakeWrite >= 0 else {
+        guard let send else {
             lock.unlock()
             return false
         }
         asked += 1
         let waiter = Waiter(ticket: asked)
         waiters.append(waiter)
-        if !woken {
-            woken = true
-            var byte: UInt8 = 1
-            _ = write(wakeWrite, &byte, 1)
-        }
+        let sending = inFlight == nil
+        if sending { inFlight = asked }
         lock.unlock()
+        // After the ticket was taken: this round trip covers it.
+        if sending { send() }
         if waiter.semaphore.wait(timeout: .now() + timeout) == .success { return waiter.passed }
         // Timed out: withdraw, unless a round trip (or the loss) took it meanwhile and is
         // about to signal it.
@@ -277,43 +294,40 @@ final class ListenerBarrier: @unchecked Sendable {
         return waiter.passed
     }
 
-    /// Empties the pipe (a short read leaves it empty: one byte is written per round trip).
-    func drainWake() {
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { buffer in
-            while read(wakeFD, buffer.baseAddress, 64) == 64 {}
+    /// The listener read the answer to the round trip in flight (and applied the
+    /// notifications that came ahead of it): lets the polls it covers through, and sends
+    /// the next for those that came after it was sent.
+    func answered() {
+        lock.lock()
+        guard let covered = inFlight else {
+            lock.unlock()
+            return
         }
-    }
-
-    /// The tickets a round trip sent now covers; nil when no poll waits.
-    func pending() -> UInt64? {
-        lock.lock()
-        defer { lock.unlock() }
-        woken = false
-        return waiters.isEmpty ? nil : asked
-    }
-
-    /// A round trip sent when `pending` answered `ticket` returned: lets those polls through.
-    func completed(_ ticket: UInt64) {
-        lock.lock()
-        let through = waiters.prefix { $0.ticket <= ticket }
+        let through = waiters.prefix { $0.ticket <= covered }
         waiters.removeFirst(through.count)
+        inFlight = waiters.isEmpty ? nil : asked
+        let next = inFlight == nil ? nil : send
         lock.unlock()
+        next?()
         for waiter in through {
             waiter.passed = true
             waiter.semaphore.signal()
         }
     }
 
-    func connected() {
+    /// The listening connection is up; `send` sends a Sync on it.
+    func connected(send: @escaping @Sendable () -> Void) {
         lock.lock()
-        live = true
+        self.send = send
+        inFlight = nil
         lock.unlock()
     }
 
     /// The listening connection is lost: every waiting poll fails (it cannot tell).
     func lost() {
         lock.lock()
-        live = false
+        send = nil
+        inFlight = nil
         let failed = waiters
         waiters.removeAll()
         lock.unlock()
