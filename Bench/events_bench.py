@@ -6,7 +6,7 @@ when it reached the subscriber's socket (the kernel's receive time, SO_TIMESTAMP
 has written it; the server's part, though still on cores the subscribers share), with the CPU
 of the server's processes and of the subscribers' over the pushes. EVENTS_LATENCY_ONLY=1
 stops after the latency (no recount or fan-out phase); EVENTS_PROCESSES sets how many
-processes hold the streams (4)."""
+processes hold the streams (4), EVENTS_PUSHES how many pushes are timed (10)."""
 import asyncio
 import calendar
 import multiprocessing
@@ -32,7 +32,7 @@ HOST, PORT = urllib.parse.urlsplit(URL).hostname, urllib.parse.urlsplit(URL).por
 SUBSCRIBERS = int(os.environ.get("EVENTS_SUBSCRIBERS", "10000"))
 PROCESSES = int(os.environ.get("EVENTS_PROCESSES", "4"))
 AGENCIES = ["WildAid", "Gabon", "Parque Nacional Galápagos", "Ecuadorian Galapagos"]
-EVENTS = 10
+EVENTS = int(os.environ.get("EVENTS_PUSHES", "10"))  # pushes, each to a quarter of the streams
 
 
 def session():
@@ -64,16 +64,12 @@ async def readable(loop, sock):
         loop.remove_reader(sock.fileno())
 
 
-async def receive(loop, sock, tls, incoming):
-    """The decrypted bytes of the next read (EOFError when the stream has ended) and the kernel's
-    time of their arrival in the socket (when nginx's write reached it), as against the time
-    this process gets round to reading them."""
-    while True:
-        try:
-            data, ancillary, _, _ = sock.recvmsg(65536, socket.CMSG_SPACE(16))
-            break
-        except BlockingIOError:
-            await readable(loop, sock)
+def read_now(sock, tls, incoming):
+    """The decrypted bytes of one read of what the socket holds (BlockingIOError when it holds
+    nothing, EOFError when the stream has ended) and the kernel's time of their arrival in the
+    socket (when nginx's write reached it), as against the time this process gets round to
+    reading them."""
+    data, ancillary, _, _ = sock.recvmsg(65536, socket.CMSG_SPACE(16))
     if not data:
         raise EOFError
     arrived = None
@@ -92,6 +88,15 @@ async def receive(loop, sock, tls, incoming):
             raise EOFError
         plain.append(chunk)
     return b"".join(plain), arrived
+
+
+async def receive(loop, sock, tls, incoming):
+    """read_now, waiting until the socket holds something."""
+    while True:
+        try:
+            return read_now(sock, tls, incoming)
+        except BlockingIOError:
+            await readable(loop, sock)
 
 
 async def subscribe(context, token, partitions, received, ready, gate):
@@ -129,14 +134,36 @@ async def subscribe(context, token, partitions, received, ready, gate):
         ready.append(1)
         subscribed = True
         settled()
-        arrived = None
-        while True:
-            *lines, buffer = buffer.split(b"\n")
+        # The events: read by a callback of the event loop, the socket's reader registered
+        # once, not a task woken and a reader added and removed per read as above (that cost
+        # the four subscriber processes ~200 ms of CPU per 2,500-stream event, twice nginx's
+        # own, on the cores nginx shares with them). Stamped as before: the process's read
+        # time and the socket's receive time.
+        ended = loop.create_future()
+        pending = [buffer]  # the bytes after the last line break
+
+        def take(plain, arrived):
+            *lines, pending[0] = (pending[0] + plain).split(b"\n")
             for line in lines:
                 if line.startswith(b"data:"):
                     received.append((time.time(), arrived, line))
-            plain, arrived = await receive(loop, sock, tls, incoming)
-            buffer += plain
+
+        def on_readable():
+            try:
+                take(*read_now(sock, tls, incoming))
+            except BlockingIOError:
+                pass
+            except (EOFError, OSError, ssl.SSLError) as error:
+                if not ended.done():
+                    ended.set_exception(error)
+
+        take(b"", None)
+
+        loop.add_reader(sock.fileno(), on_readable)
+        try:
+            await ended
+        finally:
+            loop.remove_reader(sock.fileno())
     except EOFError:
         if not subscribed:
             raise RuntimeError("closed before the answer")
@@ -307,6 +334,7 @@ def main():
             sends.append(push(writer[agency], agency))
             time.sleep(1.5)
         cpu = {part: t - cpu_before[part] for part, t in cpu_seconds().items()}
+        pushed_nginx = rss_kb("nginx")
         time.sleep(3)  # the last event's stragglers
         done.set()
         results = pending.get(timeout=seconds + 60)
@@ -322,6 +350,9 @@ def main():
     # Each event reaches the quarter of the streams of its agency: pair arrivals with the
     # push whose window they fall in.
     read_sent, read_answered, socket_sent, socket_answered = [], [], [], []
+    # Per push: from the push being sent to the first stream's socket (the write, the
+    # publisher, nchan's publish), and from there to the last one (nginx's fan-out).
+    first_socket, fan_socket = [], []
     for i, (sent, answered) in enumerate(sends):
         end = sends[i + 1][0] if i + 1 < len(sends) else float("inf")
         window = [(read, arrived if arrived is not None else read) for read, arrived in arrivals if sent <= read < end]
@@ -329,6 +360,10 @@ def main():
         read_answered += [max(0.0, read - answered) * 1000 for read, _ in window]
         socket_sent += [(arrived - sent) * 1000 for _, arrived in window]
         socket_answered += [max(0.0, arrived - answered) * 1000 for _, arrived in window]
+        if window:
+            first, last = min(arrived for _, arrived in window), max(arrived for _, arrived in window)
+            first_socket.append((first - sent) * 1000)
+            fan_socket.append((last - first) * 1000)
     expected = EVENTS * SUBSCRIBERS // len(AGENCIES)
 
     def pct(values, q):
@@ -339,7 +374,7 @@ def main():
     for reason, n in sorted(failures.items(), key=lambda kv: -kv[1]):
         print(f"  failed: {n} × {reason}")
     print(f"memory (RSS): nginx {base_nginx / 1024:.0f} MB → {held_nginx / 1024:.0f} MB holding them "
-          f"({(held_nginx - base_nginx) / max(connected, 1):.1f} KB per stream); workers {base_workers / 1024:.0f} MB → {held_workers / 1024:.0f} MB")
+          f"({(held_nginx - base_nginx) / max(connected, 1):.1f} KB per stream), {pushed_nginx / 1024:.0f} MB after the pushes; workers {base_workers / 1024:.0f} MB → {held_workers / 1024:.0f} MB")
     print(f"events received: {len(read_sent)} of {expected} expected ({EVENTS} pushes × a quarter of the streams)")
     print("commit → event read by the subscriber's process (the subscribers' own queueing on these cores included):")
     print(f"  from the push being sent: p50 {pct(read_sent, .5):.1f} ms, p99 {pct(read_sent, .99):.1f} ms; "
@@ -347,11 +382,17 @@ def main():
     print("commit → event in the subscriber's socket (the kernel's receive time: when nginx's write reached it):")
     print(f"  from the push being sent: p50 {pct(socket_sent, .5):.1f} ms, p99 {pct(socket_sent, .99):.1f} ms; "
           f"from its answer: p50 {pct(socket_answered, .5):.1f} ms, p99 {pct(socket_answered, .99):.1f} ms")
+    print(f"  per push (median of {len(first_socket)}): the first stream's socket {statistics.median(first_socket or [float('nan')]):.1f} ms "
+          f"after the push was sent, the last one {statistics.median(fan_socket or [float('nan')]):.1f} ms after the first (nginx's fan-out)")
     server = sum(t for part, t in cpu.items() if part != "subscribers")
     print(f"CPU over the {EVENTS} pushes ({EVENTS * 1.5:.0f} s): server {server:.2f} s ("
           + ", ".join(f"{part} {t:.2f}" for part, t in cpu.items() if part != "subscribers")
           + f"); the {PROCESSES} subscriber processes {cpu['subscribers']:.2f} s "
           f"({cpu['subscribers'] / max(server + cpu['subscribers'], 1e-9):.0%} of the two)")
+    # nginx writes each event to each of its streams one after another in its one worker
+    # process, so this figure times the last stream of a fan-out (2,500 × it, on a free core).
+    print(f"nginx CPU per event written to a stream: {cpu['nginx'] / max(len(read_sent), 1) * 1e6:.1f} µs "
+          f"({len(read_sent)} written; the streams' keep-alive comments in the window count too)")
     if os.environ.get("EVENTS_LATENCY_ONLY"):
         return
 
