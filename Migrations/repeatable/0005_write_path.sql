@@ -180,6 +180,45 @@ begin
 end
 $$;
 
+-- One push per (user, client) at a time (WritePath.pushLock): a retry sent while the first
+-- attempt is still running waits for it, then finds its outcomes in the push log. A SQL
+-- function of one SELECT, which PostgreSQL inlines where it is called.
+create or replace function app.push_lock(client_id text) returns void
+language sql as $$
+    select pg_advisory_xact_lock(hashtextextended(app.uid()::text || '/' || client_id, 740601))
+$$;
+
+-- The pushing device's row (the sync inspector, the back office's device list): when it
+-- last pushed, with which app version. PL/pgSQL so that its statement is planned once per
+-- connection (a SQL function's INSERT is planned again at every call).
+create or replace function app.note_device_push(client text, version text) returns void
+language plpgsql set plan_cache_mode = force_generic_plan as $$
+begin
+    insert into app.devices as d (user_id, client_id, app_version, last_push)
+    values (app.uid(), client, version, now())
+    on conflict (user_id, client_id) do update set last_push = now(),
+        app_version = coalesce(nullif(excluded.app_version, ''), d.app_version);
+end
+$$;
+
+-- What a push in one round trip does before its writes, as one statement (WritePath
+-- applyFirstPush): the push's lock, app.expect_first_push, the device named for the report
+-- history (0020) and the device's row. Four statements of the pipeline were four
+-- executions of their own (a portal, a snapshot, an executor started and ended, a
+-- result sent back): ~0.1 ms of a lone push's backend CPU (docs/performance.md, "A lone
+-- push's fixed cost, seventh round"). The device row may come before the writes: nothing
+-- reads it in the push, and a failed push rolls it back with everything else.
+create or replace function app.open_first_push(
+    client_id text, app_version text, change_ids text[], partitions text[], collections text[]) returns void
+language plpgsql set plan_cache_mode = force_generic_plan as $$
+begin
+    perform app.push_lock(client_id);
+    perform app.expect_first_push(client_id, change_ids, partitions, collections);
+    perform set_config('tideway.device', client_id, true);
+    perform app.note_device_push(client_id, app_version);
+end
+$$;
+
 -- New documents of one collection in one statement. A device that was offline pushes
 -- mostly new documents (reports, photos, duty changes, messages); writing them one
 -- app.apply_change at a time costs a savepoint, a failed UPDATE and a one-row INSERT per
