@@ -15,7 +15,10 @@ VARIANT: `apply` (app.apply_change, the usual path's lone write, with its savepo
 +open sends the lock, app.expect_first_push, the device setting and the device row as one
 statement, `app.open_first_push` (the one-trip path since the seventh round).
 `--prepared`: every statement PREPAREd once per connection and EXECUTEd, as the worker
-sends them (its plans kept), instead of planned at every push."""
+sends them (its plans kept), instead of planned at every push. `--interleaved`: the
+variants take turns push by push, each push's CPU read from the scheduler's nanosecond
+counter, and a round's figure is the median push (steadier on a busy machine than runs of
+PUSHES pushes per variant, whose CPU comes in 10 ms ticks)."""
 import json
 import sys
 import uuid
@@ -30,6 +33,7 @@ DEVICE_ROW = """insert into app.devices (user_id, client_id, app_version, last_p
 
 def main():
     prepared = "--prepared" in sys.argv
+    interleaved = "--interleaved" in sys.argv
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     pushes, rounds, variants = int(args[0]), int(args[1]), args[2:]
     tok, doc = wb.token(), wb.source_doc()
@@ -37,6 +41,10 @@ def main():
     cur = conn.cursor()
     prefix = f"lone-{uuid.uuid4().hex[:8]}-"
     names = {}
+
+    def run_ns():  # the backend's time on a CPU so far (/proc/<pid>/schedstat, nanoseconds)
+        with open(f"/proc/{pid}/schedstat") as f:
+            return int(f.read().split()[0])
 
     def run(sql, values):
         if not prepared:
@@ -82,17 +90,32 @@ def main():
             for _ in range(10):
                 push(v, f"warm{n}")
                 n += 1
-        for _ in range(rounds):
-            for v in variants:
-                before = cpu()
+        if interleaved:
+            # Push by push, the variants in turn, each push's CPU from the scheduler's
+            # nanosecond count: a busy machine's drift falls on every variant alike.
+            for _ in range(rounds):
+                per_push = {v: [] for v in variants}
                 for _ in range(pushes):
-                    push(v, n)
-                    n += 1
-                runs[v].append(1000 * (cpu() - before) / pushes)
+                    for k, v in enumerate(variants):
+                        before = run_ns()
+                        push(v, n)
+                        n += 1
+                        per_push[v].append(run_ns() - before)
+                for v in variants:
+                    ordered = sorted(per_push[v])
+                    runs[v].append(ordered[len(ordered) // 2] / 1e6)
+        else:
+            for _ in range(rounds):
+                for v in variants:
+                    before = cpu()
+                    for _ in range(pushes):
+                        push(v, n)
+                        n += 1
+                    runs[v].append(1000 * (cpu() - before) / pushes)
         for v in variants:
             ordered = sorted(runs[v])
-            print(f"{v:24s} median {ordered[len(ordered) // 2]:.3f} ms of backend CPU per push;"
-                  f" runs {', '.join(f'{x:.3f}' for x in runs[v])}")
+            print(f"{v:24s} median {ordered[len(ordered) // 2]:.3f} ms of backend CPU per push"
+                  f"{' (per-push medians)' if interleaved else ''}; runs {', '.join(f'{x:.3f}' for x in runs[v])}")
     finally:
         wb.count_and_remove(prefix)
 
