@@ -11,7 +11,14 @@ at every push in every variant).
 
 VARIANT: `apply` (app.apply_change, the usual path's lone write, with its savepoint),
 `unguarded` (app.insert_documents without the savepoint, the one-trip path), `guarded`
-(with it); a suffix +nolock, +noexpect or +nodevice leaves that statement out."""
+(with it); a suffix +nolock, +noexpect or +nodevice leaves that statement out; a suffix
++open sends the lock, app.expect_first_push, the device setting and the device row as one
+statement, `app.open_first_push` (the one-trip path since the seventh round).
+`--prepared`: every statement PREPAREd once per connection and EXECUTEd, as the worker
+sends them (its plans kept), instead of planned at every push. `--interleaved`: the
+variants take turns push by push, each push's CPU read from the scheduler's nanosecond
+counter, and a round's figure is the median push (steadier on a busy machine than runs of
+PUSHES pushes per variant, whose CPU comes in 10 ms ticks)."""
 import json
 import sys
 import uuid
@@ -25,33 +32,55 @@ DEVICE_ROW = """insert into app.devices (user_id, client_id, app_version, last_p
 
 
 def main():
-    pushes, rounds, variants = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
+    prepared = "--prepared" in sys.argv
+    interleaved = "--interleaved" in sys.argv
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    pushes, rounds, variants = int(args[0]), int(args[1]), args[2:]
     tok, doc = wb.token(), wb.source_doc()
     conn, pid, cpu = wb.worker_backend()
     cur = conn.cursor()
     prefix = f"lone-{uuid.uuid4().hex[:8]}-"
+    names = {}
+
+    def run_ns():  # the backend's time on a CPU so far (/proc/<pid>/schedstat, nanoseconds)
+        with open(f"/proc/{pid}/schedstat") as f:
+            return int(f.read().split()[0])
+
+    def run(sql, values):
+        if not prepared:
+            return cur.execute(sql, values)
+        if sql not in names:
+            names[sql] = f"s{len(names)}"
+            parts = sql.split("%s")
+            text = parts[0] + "".join(f"${k + 1}{part}" for k, part in enumerate(parts[1:]))
+            cur.execute(f"prepare {names[sql]} as {text}")
+        cur.execute(f"execute {names[sql]}({', '.join(['%s'] * len(values))})", values)
 
     def push(variant, n):
         write, *left_out = variant.split("+")
         i = f"{prefix}{n}"
         d = json.dumps({**doc, "_id": i})
-        cur.execute("select count(*) from app.authenticate(sha256(convert_to(%s, 'UTF8')), 'access')", (tok,))
-        if "nolock" not in left_out:
-            cur.execute("select pg_advisory_xact_lock(hashtextextended(app.uid()::text || '/' || %s, 740601))", (prefix,))
-        if "noexpect" not in left_out:
-            cur.execute("select app.expect_first_push(%s, %s::text[], %s::text[], %s::text[])",
-                        (prefix, [i], [wb.PARTITION], ["reports"]))
-        cur.execute("select set_config('tideway.device', %s, true)", (prefix,))
-        if write == "apply":
-            cur.execute("select app.apply_change(%s, %s, %s, %s, %s::jsonb, %s, %s, %s, %s::jsonb)::text",
-                        ("reports", wb.PARTITION, i, "insert", d, prefix, i, None, None))
+        run("select count(*) from app.authenticate(sha256(convert_to(%s, 'UTF8')), 'access')", (tok,))
+        if "open" in left_out:
+            run("select app.open_first_push(%s, %s, %s::text[], %s::text[], %s::text[])",
+                (prefix, "bench", [i], [wb.PARTITION], ["reports"]))
         else:
-            cur.execute("select result::text from app.insert_documents(%s, %s, %s::text[], %s::text[], %s::text[], %s::jsonb,"
-                        " guarded => %s) order by ord",
-                        ("reports", prefix, [i], [i], [wb.PARTITION], "[" + d + "]", write == "guarded"))
+            if "nolock" not in left_out:
+                run("select pg_advisory_xact_lock(hashtextextended(app.uid()::text || '/' || %s, 740601))", (prefix,))
+            if "noexpect" not in left_out:
+                run("select app.expect_first_push(%s, %s::text[], %s::text[], %s::text[])",
+                    (prefix, [i], [wb.PARTITION], ["reports"]))
+            run("select set_config('tideway.device', %s, true)", (prefix,))
+        if write == "apply":
+            run("select app.apply_change(%s, %s, %s, %s, %s::jsonb, %s, %s, %s, %s::jsonb)::text",
+                ("reports", wb.PARTITION, i, "insert", d, prefix, i, None, None))
+        else:
+            run("select result::text from app.insert_documents(%s, %s, %s::text[], %s::text[], %s::text[], %s::jsonb,"
+                " guarded => %s) order by ord",
+                ("reports", prefix, [i], [i], [wb.PARTITION], "[" + d + "]", write == "guarded"))
         cur.fetchall()
-        if "nodevice" not in left_out:
-            cur.execute(DEVICE_ROW, (prefix, "bench"))
+        if "nodevice" not in left_out and "open" not in left_out:
+            run(DEVICE_ROW, (prefix, "bench"))
         conn.commit()
 
     runs = {v: [] for v in variants}
@@ -61,17 +90,32 @@ def main():
             for _ in range(10):
                 push(v, f"warm{n}")
                 n += 1
-        for _ in range(rounds):
-            for v in variants:
-                before = cpu()
+        if interleaved:
+            # Push by push, the variants in turn, each push's CPU from the scheduler's
+            # nanosecond count: a busy machine's drift falls on every variant alike.
+            for _ in range(rounds):
+                per_push = {v: [] for v in variants}
                 for _ in range(pushes):
-                    push(v, n)
-                    n += 1
-                runs[v].append(1000 * (cpu() - before) / pushes)
+                    for k, v in enumerate(variants):
+                        before = run_ns()
+                        push(v, n)
+                        n += 1
+                        per_push[v].append(run_ns() - before)
+                for v in variants:
+                    ordered = sorted(per_push[v])
+                    runs[v].append(ordered[len(ordered) // 2] / 1e6)
+        else:
+            for _ in range(rounds):
+                for v in variants:
+                    before = cpu()
+                    for _ in range(pushes):
+                        push(v, n)
+                        n += 1
+                    runs[v].append(1000 * (cpu() - before) / pushes)
         for v in variants:
             ordered = sorted(runs[v])
-            print(f"{v:24s} median {ordered[len(ordered) // 2]:.3f} ms of backend CPU per push;"
-                  f" runs {', '.join(f'{x:.3f}' for x in runs[v])}")
+            print(f"{v:24s} median {ordered[len(ordered) // 2]:.3f} ms of backend CPU per push"
+                  f"{' (per-push medians)' if interleaved else ''}; runs {', '.join(f'{x:.3f}' for x in runs[v])}")
     finally:
         wb.count_and_remove(prefix)
 

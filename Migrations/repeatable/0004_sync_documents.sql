@@ -132,6 +132,11 @@ $$;
 -- again in every statement (0.3 ms of every push, issue 22, docs/performance.md). Generic
 -- plans: a plan for the call's own collection folds the CASE away, so PostgreSQL found it
 -- cheaper and planned the expression again at every call (repeatable/0005 says more).
+-- One RETURN per rule rather than one CASE expression: an expression with a sub-select
+-- (the agency-admins rule's) is run by the executor, started and ended at every call,
+-- where PL/pgSQL evaluates a plain expression directly — the agency-members rule of every
+-- report push then costs a few microseconds instead of ~0.04 ms (docs/performance.md, "A
+-- lone push's fixed cost, seventh round").
 do $do$
 declare
     rule_of text := (select string_agg(format('when %L then %L', name, write_rule), ' ' order by name) from app.collections);
@@ -140,17 +145,25 @@ begin
         create or replace function app.can_write(p text, collection text) returns boolean
         language plpgsql stable security definer set search_path = app, pg_temp
             set plan_cache_mode = force_generic_plan as $$
+        declare
+            rule text := case collection %s end;
         begin
-            return case case collection %s end
-                when 'agency-members' then app.partition_kind(p) = 'agency' and substr(p, 8) = app.agency()
-                when 'agency-admins' then app.partition_kind(p) = 'agency'
-                    and (app.is_global_admin() or (app.role() = 'agencyAdmin' and substr(p, 8) = app.agency()))
-                    and exists (select 1 from app.agencies where key = substr(p, 8))
-                when 'own-user' then app.partition_kind(p) = 'user' and substr(p, 6) = app.uid()::text
-                when 'conversation-members' then app.partition_kind(p) = 'conversation' and app.is_member(substr(p, 14))
-                when 'team-writers' then app.partition_kind(p) = 'team' and app.team_right(p, true) >= 2
-                else false
-            end;
+            case rule
+                when 'agency-members' then
+                    return app.partition_kind(p) = 'agency' and substr(p, 8) = app.agency();
+                when 'agency-admins' then
+                    return app.partition_kind(p) = 'agency'
+                        and (app.is_global_admin() or (app.role() = 'agencyAdmin' and substr(p, 8) = app.agency()))
+                        and exists (select 1 from app.agencies where key = substr(p, 8));
+                when 'own-user' then
+                    return app.partition_kind(p) = 'user' and substr(p, 6) = app.uid()::text;
+                when 'conversation-members' then
+                    return app.partition_kind(p) = 'conversation' and app.is_member(substr(p, 14));
+                when 'team-writers' then
+                    return app.partition_kind(p) = 'team' and app.team_right(p, true) >= 2;
+                else
+                    return false;
+            end case;
         end
         $$ $f$, rule_of);
 end
@@ -176,11 +189,29 @@ $$;
 -- change (a push of 25 new reports into one partition: one). The i-th change gets the
 -- number n calls of app.tick in input order would give it; clock rows are taken in
 -- partition order, so two such statements alone never deadlock on them.
+--
+-- Changes of one partition (a lone push, and most pushes) take the clock with one upsert:
+-- the general statement below (a hash aggregate, a window, two joins) cost ~0.1 ms of
+-- executor set-up and run per call whatever its size, a third of it the upsert
+-- (docs/performance.md, "A lone push's fixed cost, seventh round"). Same numbers: the
+-- i-th of k changes gets the clock's new value - k + i.
 create or replace function app.ticks(ps text[]) returns bigint[]
 language plpgsql security definer set search_path = app, pg_temp as $$
 declare
     result bigint[];
+    k integer := cardinality(ps);
+    last bigint;
 begin
+    if k > 0 and ps[1] = all(ps) then
+        insert into app.partition_clocks as c (partition, seq) values (ps[1], k)
+            on conflict (partition) do update set seq = c.seq + excluded.seq
+            returning c.seq into last;
+        perform pg_notify('tideway_changes', ps[1]);
+        if k = 1 then
+            return array[last];
+        end if;
+        return array(select generate_series(last - k + 1, last));
+    end if;
     with wanted as (select t.p, count(*) as k from unnest(ps) as t(p) group by t.p),
          taken as (insert into app.partition_clocks as c (partition, seq)
                    select w.p, w.k from wanted w order by w.p

@@ -167,16 +167,62 @@ $do$;
 -- either is not so, TW409 aborts the transaction, nothing is written, and the worker
 -- applies the push again the usual way. Read after the lock, like the usual path's lookup,
 -- so a retry racing its first attempt sees that attempt's outcomes.
+--
+-- The write rights one by one in a loop: app.can_write is then a plain expression PL/pgSQL
+-- evaluates itself, where the query over unnest(…) was an executor started and ended per push.
 create or replace function app.expect_first_push(
     client_id text, change_ids text[], partitions text[], collections text[]) returns void
 language plpgsql set plan_cache_mode = force_generic_plan as $$
 begin
     if exists (select from app.push_log l
                 where l.user_id = app.uid() and l.client_id = expect_first_push.client_id
-                  and l.change_id = any(change_ids))
-       or exists (select from unnest(partitions, collections) as t(p, c) where app.can_write(t.p, t.c) is not true) then
+                  and l.change_id = any(change_ids)) then
         raise exception 'the push needs its reads' using errcode = 'TW409';
     end if;
+    for i in 1 .. coalesce(greatest(cardinality(partitions), cardinality(collections)), 0) loop
+        if app.can_write(partitions[i], collections[i]) is not true then
+            raise exception 'the push needs its reads' using errcode = 'TW409';
+        end if;
+    end loop;
+end
+$$;
+
+-- One push per (user, client) at a time (WritePath.pushLock): a retry sent while the first
+-- attempt is still running waits for it, then finds its outcomes in the push log. A SQL
+-- function of one SELECT, which PostgreSQL inlines where it is called.
+create or replace function app.push_lock(client_id text) returns void
+language sql as $$
+    select pg_advisory_xact_lock(hashtextextended(app.uid()::text || '/' || client_id, 740601))
+$$;
+
+-- The pushing device's row (the sync inspector, the back office's device list): when it
+-- last pushed, with which app version. PL/pgSQL so that its statement is planned once per
+-- connection (a SQL function's INSERT is planned again at every call).
+create or replace function app.note_device_push(client text, version text) returns void
+language plpgsql set plan_cache_mode = force_generic_plan as $$
+begin
+    insert into app.devices as d (user_id, client_id, app_version, last_push)
+    values (app.uid(), client, version, now())
+    on conflict (user_id, client_id) do update set last_push = now(),
+        app_version = coalesce(nullif(excluded.app_version, ''), d.app_version);
+end
+$$;
+
+-- What a push in one round trip does before its writes, as one statement (WritePath
+-- applyFirstPush): the push's lock, app.expect_first_push, the device named for the report
+-- history (0020) and the device's row. Four statements of the pipeline were four
+-- executions of their own (a portal, a snapshot, an executor started and ended, a
+-- result sent back): ~0.1 ms of a lone push's backend CPU (docs/performance.md, "A lone
+-- push's fixed cost, seventh round"). The device row may come before the writes: nothing
+-- reads it in the push, and a failed push rolls it back with everything else.
+create or replace function app.open_first_push(
+    client_id text, app_version text, change_ids text[], partitions text[], collections text[]) returns void
+language plpgsql set plan_cache_mode = force_generic_plan as $$
+begin
+    perform app.push_lock(client_id);
+    perform app.expect_first_push(client_id, change_ids, partitions, collections);
+    perform set_config('tideway.device', client_id, true);
+    perform app.note_device_push(client_id, app_version);
 end
 $$;
 
@@ -207,7 +253,9 @@ $$;
 -- out from app.collections (0004) at migration time like apply_change's branches: PL/pgSQL
 -- keeps a static statement's plan for the connection, where EXECUTE parsed and planned it
 -- at every call. The branches appear twice (with and without the savepoint); both are
--- the one template below.
+-- the one template below. The push-log rows of the written documents go in with them, in
+-- the same statement (a CTE): a statement of their own cost ~0.02 ms of executor set-up
+-- per push (docs/performance.md, "A lone push's fixed cost, seventh round").
 do $do$
 declare
     branches text := (
@@ -219,7 +267,14 @@ declare
                       from unnest(ids, partitions, app.ticks(partitions)) with ordinality as d(id, p, seq, n)
                      order by d.n
                     on conflict (id) do nothing
-                    returning t.id, t.version)
+                    returning t.id, t.version),
+                logged as (
+                    insert into app.push_log (user_id, client_id, change_id, result)
+                    select app.uid(), client_id, change_ids[d.n],
+                           jsonb_build_object('changeId', change_ids[d.n], 'status', 'applied', 'version', w.version::text)
+                      from w join unnest(ids) with ordinality as d(id, n) on d.id = w.id
+                     where client_id is not null
+                    on conflict do nothing)
                 select array_agg(w.id), array_agg(w.version) into written, versions from w;
 $b$, name, table_name), '' order by name)
           from app.collections where write_rule not in ('own-user', 'server'));
@@ -254,14 +309,6 @@ begin
 @branches@        end case;
     end if;
     written := coalesce(written, '{}');
-    if client_id is not null then
-        insert into app.push_log (user_id, client_id, change_id, result)
-        select app.uid(), client_id, change_ids[k],
-               jsonb_build_object('changeId', change_ids[k], 'status', 'applied', 'version', versions[array_position(written, ids[k])]::text)
-          from generate_subscripts(ids, 1) k
-         where ids[k] = any(written)
-        on conflict do nothing;
-    end if;
     for i in 1 .. coalesce(array_length(ids, 1), 0) loop
         ord := i;
         if ids[i] = any(written) then

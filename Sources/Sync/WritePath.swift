@@ -110,10 +110,12 @@ public enum WritePath {
     /// nothing was written; `apply` the push in a new transaction.
     public struct NeedsReads: Error {}
 
-    /// A push that `needsNoReads` in one round trip with its COMMIT: the push's lock, then
-    /// `app.expect_first_push`, which fails the transaction (TW409, thrown as `NeedsReads`)
-    /// unless the reads would find no earlier outcome and every write right, then the writes
-    /// as `apply` plans them for ids found nowhere, without savepoints (`Plan.oneTrip`).
+    /// A push that `needsNoReads` in one round trip with its COMMIT: `app.open_first_push`
+    /// (the push's lock, then `app.expect_first_push`, which fails the transaction — TW409,
+    /// thrown as `NeedsReads` — unless the reads would find no earlier outcome and every
+    /// write right; the device for the history and the device's row, in one statement),
+    /// then the writes as `apply` plans them for ids found nowhere, without savepoints
+    /// (`Plan.oneTrip`).
     public static func applyFirstPush(
         _ inputs: [Input], clientID: String, device: String, caller: CallerInfo, in tx: Transaction, limits: Limits,
         also: [SQL] = []
@@ -122,9 +124,8 @@ public enum WritePath {
         let changes = inputs.compactMap { try? $0.get() }
         let targets = Array(Set(changes.map { Target(partition: $0.partition.description, collection: $0.collection.rawValue) }))
         let checks: [SQL] = [
-            pushLock(clientID: clientID),
             .reused("""
-                select app.expect_first_push(\(clientID), \(changes.map(\.changeID))::text[],
+                select app.open_first_push(\(clientID), \(device), \(changes.map(\.changeID))::text[],
                        \(targets.map(\.partition))::text[], \(targets.map(\.collection))::text[])
                 """),
         ]
@@ -150,7 +151,7 @@ public enum WritePath {
     /// running waits for it, then finds its outcomes in the log (read after the lock, in a
     /// fresh READ COMMITTED snapshot) instead of writing everything again.
     static func pushLock(clientID: String) -> SQL {
-        .reused("select pg_advisory_xact_lock(hashtextextended(app.uid()::text || '/' || \(clientID), 740601))")
+        .reused("select app.push_lock(\(clientID))")
     }
 
     /// The write round trip's statements for `inputs`, given what the reads found.
@@ -194,12 +195,9 @@ public enum WritePath {
                 }
             }
         }
-        if let clientID {
-            plan.append(.reused("""
-                insert into app.devices (user_id, client_id, app_version, last_push) values (app.uid(), \(clientID), \(device), now())
-                on conflict (user_id, client_id) do update set last_push = now(),
-                    app_version = coalesce(nullif(excluded.app_version, ''), app.devices.app_version)
-                """))
+        // In one round trip, app.open_first_push has written the device's row already.
+        if let clientID, !oneTrip {
+            plan.append(.reused("select app.note_device_push(\(clientID), \(device))"))
         }
         return plan
     }

@@ -45,6 +45,8 @@ extension WritePath {
         init(clientID: String?, oneTrip: Bool = false) {
             self.clientID = clientID
             self.oneTrip = oneTrip
+            // In one round trip, app.open_first_push names the device (the push's clientId).
+            deviceSet = oneTrip
         }
 
         mutating func answer(_ result: JSON) { results.append(.ready(result)) }

@@ -146,3 +146,51 @@ def test_the_previous_releases_call_still_answers():
         conn.commit()
     assert statuses(results) == ["applied", "forbidden"]
     assert set(rows(ids)) == {ids[0]}
+
+
+def device_row(uid, client_id):
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("select app_version, last_push, xmin::text from app.devices where user_id = %s and client_id = %s",
+                    (uid, client_id))
+        return cur.fetchone()
+
+
+def test_both_ways_name_the_device_and_write_its_row():
+    """A push in one round trip (new documents only: app.open_first_push writes the device's
+    row and names the device for the history in the statement before its writes) and a push
+    the usual way (an update: the reads first) record the same things: the device's row
+    with its last push and app version (an empty one keeps the one known), and the
+    clientId as the history entry's device."""
+    key = new_agency()
+    p = "agency=" + key
+    me = Client(new_user("officer", key))
+    client_id = uuid.uuid4().hex
+    one, two = f"dev-{uuid.uuid4().hex[:8]}", f"dev-{uuid.uuid4().hex[:8]}"
+    assert device_row(me.id, client_id) is None
+
+    first = change("insert", "reports", p, one, doc_for("reports", one))
+    r = me.post("/api/v1/sync/push", {"clientId": client_id, "appVersion": "7.1", "changes": [first]})
+    assert r.status_code == 200 and statuses(r.json()["results"]) == ["applied"]
+    version, first_push, first_xmin = device_row(me.id, client_id)
+    assert version == "7.1" and first_push is not None
+    assert history([one]) == [(one, 1, "insert", client_id)]
+
+    # The usual way (an update needs the reads), without an app version: the one known stays.
+    r = me.post("/api/v1/sync/push", {"clientId": client_id, "changes": [
+        change("update", "reports", p, one, {"draft": False}),
+        change("insert", "reports", p, two, doc_for("reports", two))]})
+    assert r.status_code == 200 and statuses(r.json()["results"]) == ["applied", "applied"]
+    version, second_push, second_xmin = device_row(me.id, client_id)
+    assert version == "7.1" and second_push >= first_push and second_xmin != first_xmin
+    # history() orders by report id, then entry: the two random ids in either order.
+    expected = [(one, 1, "insert", client_id), (one, 2, "update", client_id), (two, 1, "insert", client_id)]
+    assert history([one, two]) == sorted(expected, key=lambda h: h[0])
+
+    # A retry of the first push: one round trip is tried, finds the push log, and the usual
+    # way answers it; the device row is written once, by the usual way's statement.
+    r = me.post("/api/v1/sync/push", {"clientId": client_id, "appVersion": "7.2", "changes": [first]})
+    assert r.status_code == 200 and statuses(r.json()["results"]) == ["duplicate"]
+    assert device_row(me.id, client_id)[0] == "7.2"
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("select count(*) from app.devices where user_id = %s", (me.id,))
+        assert cur.fetchone()[0] == 1

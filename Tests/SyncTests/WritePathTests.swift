@@ -43,6 +43,19 @@ import Testing
         }
     }
 
+    /// In one round trip, app.open_first_push names the device and writes its row before the
+    /// writes: the plan sends only the writes. The usual way names the device itself.
+    @Test func oneTripLeavesTheDeviceToItsOpeningStatement() throws {
+        guard case .success(let change) = Self.change(.insert, .reports) else { return }
+        for oneTrip in [false, true] {
+            var plan = WritePath.Plan(clientID: "c1", oneTrip: oneTrip)
+            plan.write(change, document: #"{"_id":"d1"}"#, intents: [], expectedVersion: nil, isNew: true)
+            let statements = plan.finished().map(\.description)
+            #expect(statements.count == (oneTrip ? 1 : 2), "\(statements)")
+            #expect(statements.contains { $0.contains("tideway.device") } == !oneTrip, "\(statements)")
+        }
+    }
+
     /// What falls back to the usual way from a push in one round trip: the refusals the
     /// savepoint of app.insert_documents answers change by change, not other errors.
     @Test func refusalsAreWhatTheGuardedInsertAnswers() {
