@@ -120,6 +120,7 @@ def test_a_tombstone(cur):
 # and over the parser's 2,047-byte limit, and a text long enough to take the parser's branch.
 SEARCH_TEXTS = (
     "CR-2023-01234 ec-cap-56008 27.80(a)(2) 7145(a) v1.2.3 -12 +3 1e5 0x1F 3,5 1/2 ½ ² №5",
+    "6e9bc0c3 400E908d 1e23e4 12e5x ab6e9cd 6ebc 7e",
     "ana@example.org https://x.example/a_b?c=d host.example.com /usr/lib a_b ~x &amp; <b>bold</b>",
     "Ōcean Stár Straße Ægir ǅemal İstanbul ΣΊΣΥΦΟΣ ﬁsh naïve Ǆ ß Ǳ",
     "٣٤٥ ३४५ 一二三 東京2024 a١b ক্ষ e\u0301 a\u0308b 🐟fish",
@@ -133,12 +134,29 @@ SEARCH_TEXTS = (
 
 
 @pytest.mark.parametrize("text", SEARCH_TEXTS)
-def test_search_is_the_parsers_lexemes_without_positions(cur, text):
+def test_search_is_the_parsers_lexemes(cur, text):
     report_id = insert(cur, {"notes": [{"note": text}]})
-    cur.execute("select r.search = strip(to_tsvector('simple', regexp_replace(coalesce(app.fold(%s), ''), "
-                "'[^[:alnum:]]+', ' ', 'g'))), r.search = strip(r.search) from sync.reports r where r.id = %s",
-                (text, report_id))
+    # The parser's lexemes; its positions too where a query could ask for them (a code the
+    # parser splits), none otherwise.
+    cur.execute("select strip(r.search) = strip(p.v), r.search = p.v or r.search = strip(p.v) "
+                "from sync.reports r, to_tsvector('simple', regexp_replace(coalesce(app.fold(%s), ''), "
+                "'[^[:alnum:]]+', ' ', 'g')) p(v) where r.id = %s", (text, report_id))
     assert cur.fetchone() == (True, True)
+
+
+def test_ordinary_words_are_stored_without_positions(cur):
+    report_id = insert(cur, {"vessel": {"name": "Ōcean Stár"}, "notes": [{"note": "CR-2023-01234 ec-cap-56008"}]})
+    cur.execute("select search = strip(search), search <> ''::tsvector from sync.reports where id = %s", (report_id,))
+    assert cur.fetchone() == (True, True)
+
+
+def test_search_finds_a_code_that_reads_as_a_number(cur):
+    # The parser splits `400e908d` (the number 400e908, then d) in the query as in the
+    # stored text: the list's query for the whole code finds its report.
+    report_id = insert(cur, {"vessel": {"name": "Kilo", "permitNumber": "400e908d"}})
+    cur.execute("select r.search @@ to_tsquery('simple', app.fold(%s)) from sync.reports r where r.id = %s",
+                ("'400e908d':*", report_id))
+    assert cur.fetchone()[0] is True
 
 
 def test_search_finds_every_word_as_a_prefix(cur):
