@@ -5,7 +5,8 @@ Holds STREAMS event streams of one Gabon officer on the partition agency=Gabon, 
 EVENTS events of ~0.5 KB (as large as a carried report) to that partition's channel through
 the publisher's socket (as `tideway events` does, without PostgreSQL in the loop, so that
 tens of thousands of events take a minute), and prints the nginx worker's RSS and nchan's
-shared memory every SAMPLE events; then closes the streams and prints them again.
+shared memory every SAMPLE events, then every 10 s for HOLD seconds with no events (with
+how many streams nchan still holds); then closes the streams and prints them again.
 Every stream must receive every event it was open for, or the run fails: a stream that
 nginx closes (nchan_subscriber_timeout) is reopened with Last-Event-ID, as a client does.
 
@@ -98,7 +99,7 @@ class Stream(threading.Thread):
                     seen_head = True
                     self.opened.set()
                     if self.stalled:
-                        self.closed_by_server = self.wait_stalled()
+                        self.wait_stalled()
                         return
                 # Chunked encoding's size lines never start with "id: ", so a line scan suffices.
                 for match in re.finditer(rb"(?m)^id: (\S+)\r?$", buffer):
