@@ -12,14 +12,19 @@
 -- row through its OUT parameters, `perform app.authenticate(…)` is a simple expression,
 -- and `select * from app.authenticate(…)` still answers the one row. Each claim is set by
 -- its own `perform` for the same reason (one `perform` of four calls is a query).
-do $$
-begin
-    -- Until issue 22 it returned a set; a function's return type cannot be replaced in place.
-    if (select proretset from pg_proc where oid = to_regprocedure('app.authenticate(bytea, text)')) then
-        drop function app.authenticate(bytea, text);
-    end if;
-end
-$$;
+--
+-- Self-contained whatever shape the function has in the database (Migrations/README.md,
+-- "Going back"): a function's result (here its OUT parameters), its parameters' names and
+-- defaults cannot be replaced in place (SQLSTATE 42P13), so the definition is tried as a
+-- `create or replace` and, only when the one in the database has another shape (the set
+-- the release before issue 22 returned, or whatever a later release makes of it), dropped
+-- and created again. Re-applied over itself it replaces in place: no drop, so a worker's
+-- prepared statement and concurrent sign-ins never see the function missing. The drop
+-- takes nothing else with it: no view or SQL-standard body depends on it, the worker's
+-- EXECUTE grant comes back with the owner's default privileges (0001).
+do $do$
+declare
+    definition constant text := $definition$
 create or replace function app.authenticate(token_hash bytea, token_kind text default 'access',
     out user_id uuid, out email text, out display_name text, out role text, out agency text, out login_id uuid)
 language plpgsql security definer set search_path = app, pg_temp as $$
@@ -39,7 +44,17 @@ begin
     perform set_config('tideway.agency', coalesce(agency, ''), true);
     perform set_config('tideway.login_id', login_id::text, true);
 end
-$$;
+$$
+$definition$;
+begin
+    begin
+        execute definition;
+    exception when invalid_function_definition then
+        drop function app.authenticate(bytea, text);
+        execute definition;
+    end;
+end
+$do$;
 
 -- What sign-in needs to check a password: nothing for an unknown or inactive user.
 create or replace function app.password_of(login_email text)

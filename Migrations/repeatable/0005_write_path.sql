@@ -166,7 +166,9 @@ $do$;
 -- reads find no earlier outcome of any change (not a retry) and every write right; when
 -- either is not so, TW409 aborts the transaction, nothing is written, and the worker
 -- applies the push again the usual way. Read after the lock, like the usual path's lookup,
--- so a retry racing its first attempt sees that attempt's outcomes.
+-- so a retry racing its first attempt sees that attempt's outcomes. Raised by app.refuse
+-- (repeatable/0100): every retried push takes this way, and its ERROR line in the server's
+-- log was noise (docs/performance.md, "Refusals without ERROR lines").
 --
 -- The write rights one by one in a loop: app.can_write is then a plain expression PL/pgSQL
 -- evaluates itself, where the query over unnest(…) was an executor started and ended per push.
@@ -177,11 +179,11 @@ begin
     if exists (select from app.push_log l
                 where l.user_id = app.uid() and l.client_id = expect_first_push.client_id
                   and l.change_id = any(change_ids)) then
-        raise exception 'the push needs its reads' using errcode = 'TW409';
+        perform app.refuse('TW409', 'the push needs its reads');
     end if;
     for i in 1 .. coalesce(greatest(cardinality(partitions), cardinality(collections)), 0) loop
         if app.can_write(partitions[i], collections[i]) is not true then
-            raise exception 'the push needs its reads' using errcode = 'TW409';
+            perform app.refuse('TW409', 'the push needs its reads');
         end if;
     end loop;
 end

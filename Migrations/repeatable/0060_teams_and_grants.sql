@@ -42,7 +42,7 @@ create or replace function app.user_for_grant(p text, user_email text) returns u
 language plpgsql stable security definer set search_path = app, pg_temp as $$
 begin
     if app.team_right(p) < 3 then
-        raise exception 'only the team''s managers grant and revoke' using errcode = 'TW403';
+        perform app.refuse('TW403', 'only the team''s managers grant and revoke');
     end if;
     return (select id from app.users where lower(email) = lower(user_email) and active);
 end
@@ -50,26 +50,31 @@ $$;
 
 -- Creates a team of `team_agency`: its admins and global admins may. The creator becomes
 -- its first manager.
+--
+-- The manager's grant goes in before the team: the directory's triggers (repeatable/0061)
+-- refresh a team's listing after each of the two inserts, and the grant's refresh, finding
+-- no team yet, writes nothing, so the team's insert writes its listing once, with its
+-- manager. The other order wrote it twice (without, then with the manager): two versions
+-- and two ticks of the agency's clock, two changes for every device of the agency to pull.
 create or replace function app.create_team(team_agency text, team_name text, team_description text default '')
 returns uuid
 language plpgsql security definer set search_path = app, pg_temp as $$
 declare
-    new_id uuid;
+    new_id uuid := gen_random_uuid();
 begin
     if not (app.is_global_admin() or (app.role() = 'agencyAdmin' and team_agency = app.agency())) then
-        raise exception 'only the agency''s admins create its teams' using errcode = 'TW403';
+        perform app.refuse('TW403', 'only the agency''s admins create its teams');
     end if;
     if not exists (select 1 from app.agencies where key = team_agency) then
-        raise exception 'no such agency' using errcode = 'TW404';
+        perform app.refuse('TW404', 'no such agency');
     end if;
     if length(coalesce(team_name, '')) not between 1 and 200 then
-        raise exception 'a team''s name is 1 to 200 characters' using errcode = 'TW422';
+        perform app.refuse('TW422', 'a team''s name is 1 to 200 characters');
     end if;
-    insert into app.teams (agency, name, description, created_by)
-        values (team_agency, team_name, coalesce(team_description, ''), app.uid())
-        returning id into new_id;
     insert into app.grants (partition, grantee_kind, grantee, "right", granted_by)
         values ('team=' || new_id, 'user', app.uid()::text, 'manage', app.uid());
+    insert into app.teams (id, agency, name, description, created_by)
+        values (new_id, team_agency, team_name, coalesce(team_description, ''), app.uid());
     insert into app.audit_log (actor_email, action, target, detail)
         values (app.caller_email(), 'team.create', 'team=' || new_id, jsonb_build_object('agency', team_agency, 'name', team_name));
     return new_id;
@@ -84,17 +89,17 @@ declare
     t app.teams;
 begin
     if app.partition_kind(p) is distinct from 'team' then
-        raise exception 'not a team partition' using errcode = 'TW422';
+        perform app.refuse('TW422', 'not a team partition');
     end if;
     select * into t from app.teams where id = substr(p, 6)::uuid;
     if not found or app.team_right(p) < 1 then
-        raise exception 'no such team' using errcode = 'TW404';
+        perform app.refuse('TW404', 'no such team');
     end if;
     if app.team_right(p) < 3 then
-        raise exception 'only the team''s managers change it' using errcode = 'TW403';
+        perform app.refuse('TW403', 'only the team''s managers change it');
     end if;
     if length(coalesce(new_name, t.name)) not between 1 and 200 then
-        raise exception 'a team''s name is 1 to 200 characters' using errcode = 'TW422';
+        perform app.refuse('TW422', 'a team''s name is 1 to 200 characters');
     end if;
     update app.teams set name = coalesce(new_name, name), description = coalesce(new_description, description),
                          archived = coalesce(new_archived, archived)
@@ -112,26 +117,26 @@ create or replace function app.check_grant(p text, kind text, who text) returns 
 language plpgsql stable security definer set search_path = app, pg_temp as $$
 begin
     if app.partition_kind(p) is distinct from 'team' then
-        raise exception 'only team partitions are granted' using errcode = 'TW422';
+        perform app.refuse('TW422', 'only team partitions are granted');
     end if;
     if not exists (select 1 from app.teams where id = substr(p, 6)::uuid) or app.team_right(p) < 1 then
-        raise exception 'no such team' using errcode = 'TW404';
+        perform app.refuse('TW404', 'no such team');
     end if;
     if app.team_right(p) < 3 then
-        raise exception 'only the team''s managers grant and revoke' using errcode = 'TW403';
+        perform app.refuse('TW403', 'only the team''s managers grant and revoke');
     end if;
     if kind is null or kind not in ('user', 'everyone', 'agency') then
-        raise exception 'a grantee is a user, everyone or an agency' using errcode = 'TW422';
+        perform app.refuse('TW422', 'a grantee is a user, everyone or an agency');
     end if;
     if kind = 'everyone' and coalesce(who, '') <> '' then
-        raise exception 'a grant to everyone names nobody' using errcode = 'TW422';
+        perform app.refuse('TW422', 'a grant to everyone names nobody');
     end if;
     if kind = 'user' and (coalesce(who, '') !~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
                           or not exists (select 1 from app.users where id = who::uuid and active)) then
-        raise exception 'no such user' using errcode = 'TW404';
+        perform app.refuse('TW404', 'no such user');
     end if;
     if kind = 'agency' and not exists (select 1 from app.agencies where key = who) then
-        raise exception 'no such agency' using errcode = 'TW404';
+        perform app.refuse('TW404', 'no such agency');
     end if;
 end
 $$;
@@ -146,7 +151,7 @@ declare
 begin
     perform app.check_grant(p, kind, who_key);
     if new_right is null or new_right not in ('read', 'write', 'manage') then
-        raise exception 'a right is read, write or manage: nothing above manage' using errcode = 'TW422';
+        perform app.refuse('TW422', 'a right is read, write or manage: nothing above manage');
     end if;
     -- One grant change of a team at a time, so that "the last manager" is counted right.
     perform 1 from app.teams where id = substr(p, 6)::uuid for update;
@@ -154,7 +159,7 @@ begin
     if before = 'manage' and new_right <> 'manage'
        and not exists (select 1 from app.grants where partition = p and "right" = 'manage'
                           and (grantee_kind, grantee) <> (kind, who_key)) then
-        raise exception 'the last manager of a team cannot be removed' using errcode = 'TW409';
+        perform app.refuse('TW409', 'the last manager of a team cannot be removed');
     end if;
     insert into app.grants (partition, grantee_kind, grantee, "right", granted_by)
         values (p, kind, who_key, new_right, app.uid())
@@ -181,7 +186,7 @@ begin
     end if;
     if before = 'manage' and not exists (select 1 from app.grants where partition = p and "right" = 'manage'
                                             and (grantee_kind, grantee) <> (kind, who_key)) then
-        raise exception 'the last manager of a team cannot be removed' using errcode = 'TW409';
+        perform app.refuse('TW409', 'the last manager of a team cannot be removed');
     end if;
     delete from app.grants where partition = p and grantee_kind = kind and grantee = who_key;
     insert into app.audit_log (actor_email, action, target, detail)
@@ -259,7 +264,7 @@ begin
         if new_team !~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
            or not exists (select 1 from app.teams t where t.id = new_team::uuid and 'agency=' || t.agency = new.partition
                                                      and not t.archived) then
-            raise exception 'team: not one of this agency''s open teams' using errcode = 'TW422';
+            perform app.refuse('TW422', 'team: not one of this agency''s open teams');
         end if;
     end if;
     if old_team is not null and old_team is distinct from new_team then
@@ -275,10 +280,10 @@ begin
                 || jsonb_build_object('assignment', jsonb_build_object('agency', substr(new.partition, 8)));
         if exists (select 1 from sync.tasks t where t.id = new.id and t.partition <> target)
            or (current is null and exists (select 1 from sync.tasks t where t.id = new.id and not t.deleted)) then
-            raise exception 'a task with this id already exists in another team' using errcode = 'TW422';
+            perform app.refuse('TW422', 'a task with this id already exists in another team');
         end if;
         if current is not null and not (current ? 'assignment') then
-            raise exception 'a task with this id already exists in the team' using errcode = 'TW422';
+            perform app.refuse('TW422', 'a task with this id already exists in the team');
         end if;
         if current is distinct from copy then
             insert into sync.tasks as t (id, partition, doc, seq, updated_by)
@@ -305,17 +310,17 @@ begin
     end if;
     if tg_op = 'INSERT' then
         if new.doc ? 'assignment' or exists (select 1 from sync.agency_tasks a where a.id = new.id) then
-            raise exception 'only the server copies an agency''s tasks into a team' using errcode = 'TW403';
+            perform app.refuse('TW403', 'only the server copies an agency''s tasks into a team');
         end if;
     elsif old.doc ? 'assignment' then
         if new.deleted then
-            raise exception 'an assigned task is deleted by its agency' using errcode = 'TW403';
+            perform app.refuse('TW403', 'an assigned task is deleted by its agency');
         end if;
         if new.doc->'assignment' is distinct from old.doc->'assignment' then
-            raise exception 'only the server writes a task''s assignment' using errcode = 'TW403';
+            perform app.refuse('TW403', 'only the server writes a task''s assignment');
         end if;
     elsif new.doc ? 'assignment' or (old.deleted and exists (select 1 from sync.agency_tasks a where a.id = new.id)) then
-        raise exception 'only the server copies an agency''s tasks into a team' using errcode = 'TW403';
+        perform app.refuse('TW403', 'only the server copies an agency''s tasks into a team');
     end if;
     return new;
 end

@@ -263,3 +263,50 @@ def test_me_and_partitions_agree_on_the_caller():
     partitions = api("GET", "/api/v1/sync/partitions", token=access).json()["partitions"]
     names = {p["partition"] for p in partitions}
     assert f"user={user['id']}" in names and "agency=WildAid" in names and "agency=Gabon" not in names
+
+
+AUTH_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                         "Migrations", "repeatable", "0003_auth.sql")
+# The shape the release before issue 22 left in the database (a set), and one a later release
+# might (another column): neither can be replaced in place by a `create or replace`.
+OTHER_SHAPES = [
+    """create function app.authenticate(token_hash bytea, token_kind text default 'access')
+       returns table (user_id uuid, email text, display_name text, role text, agency text, login_id uuid)
+       language sql as $$ select null::uuid, ''::text, ''::text, ''::text, ''::text, null::uuid $$""",
+    """create function app.authenticate(token_hash bytea, token_kind text default 'access',
+           out user_id uuid, out email text, out display_name text, out role text, out agency text,
+           out login_id uuid, out locale text)
+       language sql as $$ select null::uuid, ''::text, ''::text, ''::text, ''::text, null::uuid, ''::text $$""",
+]
+
+
+@pytest.mark.parametrize("other", [None] + OTHER_SHAPES, ids=["itself", "set of before issue 22", "later columns"])
+def test_the_auth_file_applies_over_any_shape_of_authenticate(other):
+    """repeatable/0003 needs no manual drop, whatever app.authenticate the database holds
+    (Migrations/README.md, "Going back"); over itself it replaces in place (same function,
+    no drop). In one transaction, rolled back: the stack keeps its own."""
+    access = token("gabon.officer1@demo.tideway")
+    conn = admin_db()
+    conn.autocommit = False
+    try:
+        with conn.cursor() as cur:
+            cur.execute("set local role tideway_owner")
+            cur.execute("select to_regprocedure('app.authenticate(bytea, text)')::oid")
+            before = cur.fetchone()[0]
+            if other:
+                cur.execute("drop function app.authenticate(bytea, text)")
+                cur.execute(other)
+            cur.execute(open(AUTH_FILE, encoding="utf-8").read())
+            cur.execute("select oid, proretset, pg_get_function_result(oid) from pg_proc"
+                        " where oid = to_regprocedure('app.authenticate(bytea, text)')")
+            oid, retset, result = cur.fetchone()
+            assert not retset and result == "record"
+            assert (oid == before) == (other is None)
+            cur.execute("select has_function_privilege('tideway_worker', %s, 'execute')", (oid,))
+            assert cur.fetchone()[0]
+            cur.execute("select email, current_setting('tideway.role') from app.authenticate(sha256(%s::bytea))",
+                        (access.encode(),))
+            assert cur.fetchone() == ("gabon.officer1@demo.tideway", "officer")
+    finally:
+        conn.rollback()
+        conn.close()

@@ -56,6 +56,27 @@ def test_the_agency_lists_its_teams_with_members_public_profiles(world):
     assert listings(theirs, f"agency={world['other']}") == {}
 
 
+def test_a_new_team_is_listed_once_with_its_manager():
+    """app.create_team writes the listing once (version 1, one tick of the agency's clock),
+    already naming its creator as manager: not first without and then with the manager."""
+    key = new_agency()
+    admin = Client(new_user(role="agencyAdmin", agency=key))
+    clock = "select coalesce((select seq from app.partition_clocks where partition = %s), 0)"
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute(clock, (f"agency={key}",))
+        before = cur.fetchone()[0]
+    tid = new_team(admin.email, key, "Night watch").split("=", 1)[1]
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("select version, doc from sync.team_directory where id = %s", (tid,))
+        version, doc = cur.fetchone()
+        cur.execute(clock, (f"agency={key}",))
+        after = cur.fetchone()[0]
+        cur.execute("select count(*) from app.grants where partition = %s", (f"team={tid}",))
+        grants = cur.fetchone()[0]
+    assert version == 1 and after == before + 1
+    assert member_rights(doc) == {admin.id: "manage"} and grants == 1
+
+
 def test_a_joint_team_is_listed_in_every_agency_it_reaches_and_withdrawn(world):
     key, other, third, tid = world["key"], world["other"], world["third"], world["tid"]
     theirs = Replica(world["outsider"], [f"agency={other}"])

@@ -1,0 +1,16 @@
+-- run as superuser: only a superuser grants the right to set a superuser's parameter.
+-- Expected refusals without ERROR lines in PostgreSQL's log (issue 22, eighth round;
+-- docs/performance.md, "Refusals without ERROR lines").
+--
+-- A refusal is an error to PostgreSQL: a retried push whose first attempt landed
+-- (app.expect_first_push's TW409, answered from the push log the usual way), a right the
+-- caller lacks, a rule a document breaks. Raised with RAISE, each wrote an ERROR line, its
+-- CONTEXT and its STATEMENT into the server's log, so a fleet's retries drowned the real
+-- errors. `app.refuse` (repeatable/0100) raises them with `log_min_messages = log` for the
+-- RAISE alone, a SET clause on that SECURITY DEFINER function: the error still aborts what
+-- it must and reaches the worker with its SQLSTATE, only the server's log skips it.
+--
+-- A function's SET clause of a superuser's parameter is applied with its owner's rights,
+-- so the owner needs this grant. The worker gets no such right: it cannot quiet its own
+-- errors, only call app.refuse, which raises nothing but a refusal (TW4nn).
+grant set on parameter log_min_messages to tideway_owner;
