@@ -25,6 +25,10 @@ public struct Config: Sendable {
     public var metricsDirectory: String?
     /// How long a pull waits for a lagging replica before the primary answers it instead.
     public var replicaWaitSeconds = 0.1
+    /// Whether a pull that found nothing new gets its request log line
+    /// (TIDEWAY_LOG_IDLE_POLLS=on); off: such polls are only counted
+    /// (`tideway_idle_polls_total`, Deploy/README.md, "Logs").
+    public var logIdlePolls = false
 
     public struct Limits: Sendable {
         public init() {}
@@ -60,6 +64,7 @@ public struct Config: Sendable {
         registration = environment["TIDEWAY_REGISTRATION"] == "on"
         replicaDatabase = environment["TIDEWAY_REPLICA_DATABASE"].flatMap { $0.isEmpty ? nil : $0 }
         metricsDirectory = environment["TIDEWAY_METRICS_DIR"].flatMap { $0.isEmpty ? nil : $0 }
+        logIdlePolls = environment["TIDEWAY_LOG_IDLE_POLLS"] == "on"
         if let value = environment["TIDEWAY_REPLICA_WAIT_MS"].flatMap(Double.init) { replicaWaitSeconds = value / 1000 }
         if let value = environment["TIDEWAY_MAX_BODY_BYTES"].flatMap(Int.init) { limits.bodyBytes = value }
         if let value = environment["TIDEWAY_LOGIN_FREE_FAILURES"].flatMap(Int.init) { limits.loginFreeFailures = value }

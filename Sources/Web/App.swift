@@ -69,7 +69,9 @@ public final class App: Sendable {
             }
         }
         Metrics.record(method: request.method, route: context.route, status: response.status, since: started)
-        RequestLog.write(context, status: response.status, since: started)
+        if !context.idlePoll || config.logIdlePolls {
+            RequestLog.write(context, status: response.status, since: started)
+        }
         return response
     }
 

@@ -17,6 +17,7 @@ public enum Metrics {
         "tideway_request_duration_seconds": (.histogram, "Time to answer a request in the worker, by method and route pattern."),
         "tideway_pulls_total": (.counter, "POST /api/v1/sync/pull answers by status."),
         "tideway_pushes_total": (.counter, "POST /api/v1/sync/push answers by status."),
+        "tideway_idle_polls_total": (.counter, "Pulls that found nothing new (not in the request log unless TIDEWAY_LOG_IDLE_POLLS=on), by where they were answered (memory, database)."),
         "tideway_push_changes_total": (.counter, "Changes in pushes by outcome (applied, duplicate, rejected) and rejection code."),
         "tideway_events_published_total": (.counter, "Events the publisher handed to nginx, by kind (change, revoke)."),
         "tideway_event_publish_errors_total": (.counter, "Events the publisher could not hand to nginx."),
@@ -183,6 +184,7 @@ extension Metrics {
         case "worker":
             Counter(label: "tideway_blob_bytes_stored_total").increment(by: 0)
             Counter(label: "tideway_blob_bytes_served_total").increment(by: 0)
+            for place in ["memory", "database"] { Counter(label: "tideway_idle_polls_total", dimensions: [("answered_by", place)]).increment(by: 0) }
             Counter(label: "tideway_replica_reads_total", dimensions: [("served_by", "replica")]).increment(by: 0)
             Counter(label: "tideway_replica_reads_total", dimensions: [("served_by", "primary"), ("reason", "replica_lagging")]).increment(by: 0)
             Counter(label: "tideway_replica_reads_total", dimensions: [("served_by", "primary"), ("reason", "replica_unavailable")]).increment(by: 0)

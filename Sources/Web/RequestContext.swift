@@ -18,6 +18,11 @@ public final class RequestContext {
     public var loggedUserID: String?
     public var loggedClientID: String?
     public var loggedDevice: String?
+    /// The answer is a pull's "nothing new" for every partition it asked (an idle poll):
+    /// counted, and without a request log line unless TIDEWAY_LOG_IDLE_POLLS is on
+    /// (`App.handle`). A device polls every few seconds all day: one line each was a
+    /// twentieth of the worker's CPU per poll, and most of a quiet server's log.
+    public var idlePoll = false
 
     init(request: HTTPRequest, app: App, params: [String: String], route: String? = nil) {
         self.request = request

@@ -147,3 +147,33 @@ def test_nginx_own_errors_carry_the_request_id_too():
     for path in ["/static/tideway.css", "/login"]:
         answer = s.get(URL + path)
         assert answer.status_code == 200 and REQUEST_ID.match(answer.headers["X-Request-Id"]), path
+
+
+def test_an_idle_poll_is_counted_and_not_logged():
+    """A pull that finds nothing new gets no line (TIDEWAY_LOG_IDLE_POLLS is off in the dev
+    stack, as by default): it is counted in tideway_idle_polls_total. A pull that brings a
+    change is logged as before."""
+    from test_metrics import scrape
+    from test_sync_idle_memory import assert_idle, officer_at_the_end
+
+    def idle_polls_counted():
+        samples = scrape()["samples"]
+        return sum(samples.get(f'tideway_idle_polls_total{{answered_by="{place}"}}', 0) for place in ("memory", "database"))
+
+    officer, key, cursors = officer_at_the_end()
+    counted = idle_polls_counted()
+    sizes = log_sizes()
+    idle = [officer.pull_raw(cursors) for _ in range(6)]
+    for r in idle:
+        assert r.status_code == 200, r.text
+        assert_idle(r.json()["partitions"], cursors)
+    d = f"log-{uuid.uuid4().hex}"
+    Client(new_user(agency=key)).push([change("insert", "reports", f"agency={key}", d, doc_for("reports", d))])
+    changed = officer.pull_raw(cursors)
+    assert [c["id"] for c in changed.json()["partitions"][f"agency={key}"]["changes"]] == [d], changed.text
+    me = api("GET", "/api/v1/me", officer.token)
+    lines, text = lines_for(sizes, [changed, me])
+    assert lines.get(changed.headers["X-Request-Id"], {}).get("route") == "/api/v1/sync/pull", text[-3000:]
+    for r in idle:
+        assert r.headers["X-Request-Id"] not in text
+    assert idle_polls_counted() >= counted + len(idle)
