@@ -1,6 +1,7 @@
 /// One transaction of one request. The opening statements (BEGIN and the caller's claims)
 /// are not sent on their own: they ride with the first query, so a request that reads
-/// one thing costs one round trip (two with the commit, one with `query(_:thenCommit:)`).
+/// one thing costs one round trip (two with the commit, one with `query(_:thenCommit:)`,
+/// which then sends neither BEGIN nor COMMIT: `whole()`).
 public final class Transaction {
     let connection: Connection
     private var pending: [SQL]
