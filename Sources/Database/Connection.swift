@@ -130,6 +130,10 @@ public final class Connection {
                 continue
             }
             let status = PQresultStatus(result)
+            // The Sync's own failure: a pipeline without BEGIN is one implicit transaction,
+            // committed at its Sync, and a commit can fail (a deferred constraint, a
+            // serialization failure). Numbered one past the last statement.
+            if status == PGRES_FATAL_ERROR, failure == nil { failure = Self.error(from: result, index: statements.count) }
             PQclear(result)
             if status == PGRES_PIPELINE_SYNC { break }
         }

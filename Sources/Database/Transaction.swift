@@ -1,16 +1,21 @@
 /// One transaction of one request. The opening statements (BEGIN and the caller's claims)
 /// are not sent on their own: they ride with the first query, so a request that reads
-/// one thing costs one round trip (two with the commit, one with `query(_:thenCommit:)`).
+/// one thing costs one round trip (two with the commit, one with `query(_:thenCommit:)`,
+/// which then sends neither BEGIN nor COMMIT: `whole()`).
 public final class Transaction {
     let connection: Connection
     private var pending: [SQL]
     private var openingCount: Int
     fileprivate(set) var finished = false
+    /// The opening starts with a plain BEGIN that may be left out when the whole transaction
+    /// goes in one pipeline (`queries(_:thenCommit:)`).
+    private let beginMayBeOmitted: Bool
 
-    init(connection: Connection, opening: [SQL]) {
+    init(connection: Connection, opening: [SQL], beginMayBeOmitted: Bool = false) {
         self.connection = connection
         self.pending = opening
         self.openingCount = opening.count
+        self.beginMayBeOmitted = beginMayBeOmitted
     }
 
     /// Results of the opening statements (e.g. the claims function's answer), once sent.
@@ -52,6 +57,8 @@ public final class Transaction {
                     openingFailure = error
                 } else if i == batch.count - 1, batch[i].text == connection.commitStatement.text {
                     error.phase = .commit
+                } else if i == batch.count {
+                    error.phase = .commit  // the implicit transaction's, at the Sync (`whole`)
                 }
                 error.statementIndex = i - openingCount
             }
@@ -68,10 +75,7 @@ public final class Transaction {
 
     /// The last statements of a transaction and its commit in one round trip.
     public func queries(_ statements: [SQL], thenCommit: Bool) throws(DatabaseError) -> [QueryResult] {
-        guard thenCommit else { return try queries(statements) }
-        let results = try queries(statements + [connection.commitStatement])
-        finished = true
-        return Array(results.dropLast())
+        try queries(statements, thenCommit: thenCommit, streaming: [], row: { _, _ in })
     }
 
     /// The last statements of a transaction and its commit in one round trip, the rows of
@@ -79,17 +83,34 @@ public final class Transaction {
     public func queries(_ statements: [SQL], thenCommit: Bool, streaming streamed: Set<Int>,
                         row: (_ statement: Int, RawRow) -> Void) throws(DatabaseError) -> [QueryResult] {
         guard thenCommit else { return try queries(statements, streaming: streamed, row: row) }
+        if whole() {
+            let results = try queries(statements, streaming: streamed, row: row)
+            finished = true
+            return results
+        }
         let results = try queries(statements + [connection.commitStatement], streaming: streamed, row: row)
         finished = true
         return Array(results.dropLast())
     }
 
+    /// Whether the transaction goes in this one pipeline, nothing of it sent before, and may
+    /// then go without BEGIN and COMMIT: the statements up to a pipeline's Sync are one
+    /// implicit transaction, which PostgreSQL commits at the Sync, or rolls back when one of
+    /// them fails (the same effects, snapshots and locks as between BEGIN and COMMIT; a failed
+    /// commit is the Sync's error, `Connection.pipeline`). Two statements fewer for the
+    /// server to parse, bind and run, and for libpq to send and read: a lone push is one
+    /// such pipeline (docs/performance.md, "A lone push outside PostgreSQL"). Drops the BEGIN.
+    private func whole() -> Bool {
+        guard beginMayBeOmitted, openingCount > 0, openingCount == pending.count, openingResults.isEmpty,
+              pending.first?.text == "begin" else { return false }
+        pending.removeFirst()
+        openingCount -= 1
+        return true
+    }
+
     /// The last statement of a transaction and its commit in one round trip.
     public func query(_ statement: SQL, thenCommit: Bool) throws(DatabaseError) -> QueryResult {
-        guard thenCommit else { return try query(statement) }
-        let results = try queries([statement, connection.commitStatement])
-        finished = true
-        return results[0]
+        try queries([statement], thenCommit: thenCommit)[0]
     }
 
     /// Sends what is still pending (the opening, if nothing was asked) so that its
@@ -129,7 +150,7 @@ extension Connection {
         let begin: [SQL] =
             if let nesting { ["savepoint request"] + nesting }
             else { [snapshot ? "begin isolation level repeatable read read only" : readOnly ? "begin read only" : "begin"] }
-        let tx = Transaction(connection: self, opening: begin + opening)
+        let tx = Transaction(connection: self, opening: begin + opening, beginMayBeOmitted: nesting == nil && !readOnly && !snapshot)
         do {
             let value = try body(tx)
             try tx.commit()

@@ -73,15 +73,17 @@ extension WritePath {
                     """))
                 deviceSet = true
             }
-            let one = Self.applyChange(change, document: document, intents: intents, expectedVersion: expectedVersion, clientID: clientID)
+            let clientID = clientID
+            let one = { Self.applyChange(change, document: document, intents: intents, expectedVersion: expectedVersion, clientID: clientID) }
             guard isNew, change.op == .insert, intents.isEmpty, let document, Self.gathered.contains(change.collection) else {
                 results.append(.fromStatement(statements.count, row: 0))
-                statements.append(one)
+                statements.append(one())
                 return
             }
             var group = newDocuments[change.collection] ?? {
                 statements.append("select 'placeholder'")  // filled by finished()
-                return NewDocuments(statement: statements.count - 1, single: one)
+                // Made only where it may be used: its text copies the whole document.
+                return NewDocuments(statement: statements.count - 1, single: oneTrip ? nil : one())
             }()
             results.append(.fromStatement(group.statement, row: group.ids.count))
             group.changeIDs.append(change.changeID)
