@@ -77,7 +77,7 @@ create or replace function app.require_member(conversation text) returns void
 language plpgsql stable security definer set search_path = app, pg_temp as $$
 begin
     if not app.is_member(conversation) then
-        raise exception 'not a member of conversation %', conversation using errcode = 'TW403';
+        perform app.refuse('TW403', format('not a member of conversation %s', conversation));
     end if;
 end
 $$;
@@ -104,11 +104,11 @@ begin
             return;
         end if;
         if app.partition_kind('conversation=' || conv) is null then
-            raise exception 'a conversation id is 1–64 letters, digits, _ or -' using errcode = 'TW422';
+            perform app.refuse('TW422', 'a conversation id is 1–64 letters, digits, _ or -');
         end if;
         select * into resolved from app.resolve_members(intent->'members');
         if array_length(resolved.unknown, 1) > 0 then
-            raise exception 'unknown members: %', array_to_string(resolved.unknown, ', ') using errcode = 'TW422';
+            perform app.refuse('TW422', format('unknown members: %s', array_to_string(resolved.unknown, ', ')));
         end if;
         insert into app.conversations (id, display_name, created_by)
             values (conv, coalesce(nullif(intent->>'displayName', ''), conv), me);
@@ -127,7 +127,7 @@ begin
         perform app.require_member(conv);
         select * into resolved from app.resolve_members(intent->'members');
         if array_length(resolved.unknown, 1) > 0 then
-            raise exception 'unknown members: %', array_to_string(resolved.unknown, ', ') using errcode = 'TW422';
+            perform app.refuse('TW422', format('unknown members: %s', array_to_string(resolved.unknown, ', ')));
         end if;
         everyone := array(select distinct unnest(app.conversation_member_ids(conv) || resolved.known) order by 1);
         perform app.lock_user_documents(everyone);
@@ -149,7 +149,7 @@ begin
         update app.conversation_members set unread = 0 where conversation_id = conv and user_id = me;
         perform app.render_user_documents(array[me]);
     else
-        raise exception 'unknown conversation intent' using errcode = 'TW422';
+        perform app.refuse('TW422', 'unknown conversation intent');
     end case;
 end
 $$;

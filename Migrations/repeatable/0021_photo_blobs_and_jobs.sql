@@ -36,7 +36,7 @@ declare
 begin
     select partition into p from app.jobs where id = job_id;
     if p is null or app.partition_kind(p) <> 'agency' then
-        raise exception 'no such job' using errcode = 'TW404';
+        perform app.refuse('TW404', 'no such job');
     end if;
     perform set_config('tideway.role', 'service', true), set_config('tideway.user_id', '', true),
             set_config('tideway.agency', substr(p, 8), true), set_config('tideway.device', 'jobs', true);

@@ -11,7 +11,7 @@ create or replace function app.guard_agency_update() returns trigger
 language plpgsql as $$
 begin
     if app.role() = 'agencyAdmin' and (new.key, new.name, new.active) is distinct from (old.key, old.name, old.active) then
-        raise exception 'only global administrators change an agency''s name or state' using errcode = 'TW403';
+        perform app.refuse('TW403', 'only global administrators change an agency''s name or state');
     end if;
     return new;
 end
