@@ -2,4 +2,5 @@
 #define TIDEWAY_CLIBPQ_SHIM_H
 #include <libpq-fe.h>
 #include <poll.h>
+#include <sys/epoll.h>
 #endif

@@ -153,8 +153,11 @@ public final class ChangeHub: @unchecked Sendable {
                     auth.setLive(true)
                     setListening(true)
                     let listening = ListeningConnection(connection)
-                    trips.connected { listening.sendSync() }
-                    try pump(listening)
+                    guard let watch = SocketWatch(socket: listening.socket) else {
+                        throw DatabaseError(kind: .unavailable, detail: "cannot watch the listening connection")
+                    }
+                    trips.connected(Link(hub: self, listening: listening, watch: watch))
+                    try pump(listening, watch: watch)
                 } catch {
                     trips.lost()
                     setListening(false)
@@ -176,18 +179,68 @@ public final class ChangeHub: @unchecked Sendable {
         trips.await(timeout: 1)
     }
 
-    /// Reads the listening connection: notifications, and the answers to the Syncs the
-    /// barrier's callers send on it.
-    private func pump(_ listening: ListeningConnection) throws {
-        var descriptor = pollfd(fd: listening.socket, events: Int16(POLLIN), revents: 0)
+    /// The listener thread: reads the listening connection whenever input arrives (and
+    /// every 5 s, to notice a lost connection), unless a poll is reading it for its own
+    /// round trip (`ListenerBarrier`).
+    private func pump(_ listening: ListeningConnection, watch: SocketWatch) throws {
         while true {
-            let ready = poll(&descriptor, 1, 5000)
-            if ready < 0 && errno != EINTR { throw DatabaseError(kind: .unavailable, detail: "poll failed") }
-            let (answered, notes) = try listening.read()
-            // The notifications first: the polls a Sync's answer lets through must find what
-            // was notified ahead of it already applied.
-            deliver(notes)
-            for _ in 0..<answered { trips.answered() }
+            watch.wait(milliseconds: 5000)
+            guard trips.listenerMayRead() else { continue }
+            do {
+                try drain(listening)
+            } catch {
+                trips.listenerDone {}
+                throw error
+            }
+            trips.listenerDone { watch.resume() }
+        }
+    }
+
+    /// Reads what arrived: notifications, and the answers to the Syncs the barrier's
+    /// callers sent.
+    private func drain(_ listening: ListeningConnection) throws {
+        let (answered, notes) = try listening.read()
+        // The notifications first: the polls a Sync's answer lets through must find what
+        // was notified ahead of it already applied.
+        deliver(notes)
+        for _ in 0..<answered { trips.answered() }
+    }
+
+    /// The listening connection as the barrier uses it: a poll that sends a round trip
+    /// reads its answer itself (`drive`) while the listener thread's watch is paused.
+    private final class Link: ListenerLink {
+        unowned let hub: ChangeHub
+        let listening: ListeningConnection
+        let watch: SocketWatch
+
+        init(hub: ChangeHub, listening: ListeningConnection, watch: SocketWatch) {
+            self.hub = hub
+            self.listening = listening
+            self.watch = watch
+        }
+
+        func send() { listening.sendSync() }
+        var drivable: Bool { true }
+        func listenerWatches(_ on: Bool) { on ? watch.resume() : watch.pause() }
+
+        func drive(timeout: TimeInterval) -> Bool {
+            var descriptor = pollfd(fd: listening.socket, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&descriptor, 1, Int32(min(timeout, 1) * 1000) + 1)
+            if ready < 0 && errno != EINTR { return fail() }
+            guard ready > 0 else { return true }
+            do {
+                try hub.drain(listening)
+                return true
+            } catch {
+                return fail()
+            }
+        }
+
+        /// Ends the connection, so that the listener thread (its watch restarted) finds it
+        /// lost, fails the waiting polls and connects again.
+        private func fail() -> Bool {
+            _ = shutdown(listening.socket, Int32(SHUT_RDWR))
+            return false
         }
     }
 

@@ -35,19 +35,51 @@ final class ListeningConnection: @unchecked Sendable {
     }
 }
 
+/// The listening connection as the barrier uses it.
+protocol ListenerLink: AnyObject, Sendable {
+    /// Sends a Sync.
+    func send()
+    /// Whether a poll may read the connection itself (`drive`): false for a link that only sends.
+    var drivable: Bool { get }
+    /// Stops (false) or restarts (true) waking the listener thread on input. Called under the
+    /// barrier's lock, so that it never crosses the listener's own decision to read.
+    func listenerWatches(_ on: Bool)
+    /// Waits up to `timeout` for input and reads it: applies the notifications, then reports
+    /// each Sync answered (`ListenerBarrier.answered`). False once the connection failed.
+    func drive(timeout: TimeInterval) -> Bool
+}
+
+/// A link that only sends (in-process tests): the listener reads every answer.
+final class SendingLink: ListenerLink {
+    let sending: @Sendable () -> Void
+    init(sending: @escaping @Sendable () -> Void) { self.sending = sending }
+    func send() { sending() }
+    var drivable: Bool { false }
+    func listenerWatches(_ on: Bool) {}
+    func drive(timeout: TimeInterval) -> Bool { false }
+}
+
 /// The listener's round trips on behalf of polls (`ChangeHub.barrier`): polls take tickets,
 /// a round trip covers every ticket taken before its Sync was sent. One is in flight at a
-/// time: the poll that finds none sends it itself, on the listening connection, while the
-/// listener thread waits in `poll` for its answer; polls that come meanwhile are covered by
-/// the next, which the listener sends as soon as the answer is in. Before, a poll woke the
-/// listener thread through a pipe to send every Sync: one more sleep and wake-up, and two
-/// more system calls, per round trip (a photo download's context switches in the worker
-/// went from 4.3 to 3.3; docs/performance.md, "Blobs, seventh round").
+/// time: the poll that finds none sends it itself, on the listening connection; polls that
+/// come meanwhile are covered by the next, which is sent as soon as the answer is in. Before,
+/// a poll woke the listener thread through a pipe to send every Sync: one more sleep and
+/// wake-up, and two more system calls, per round trip (a photo download's context switches
+/// in the worker went from 4.3 to 3.3; docs/performance.md, "Blobs, seventh round").
 ///
-/// Each waiting poll sleeps on a semaphore of its own, signalled by the listener once a
-/// round trip covers it. With one condition broadcast, every poll a round trip let through
-/// woke at once and queued on the condition's mutex (32 clients: about one lock wait per
-/// poll, a sixth of a worker's context switches; docs/performance.md, "The idle poll's
+/// The poll that sends a round trip also reads its answer (`drive`), while the listener
+/// thread is told not to wake for it (`ListenerLink.listenerWatches`): with 32 clients most
+/// round trips cover one poll, and the listener's wake-up to read the answer, then the poll's
+/// to be let through, were two of a poll's three or four thread switches in the worker
+/// (docs/performance.md, "The idle poll's round trip read by the poll"). It does so only when
+/// the listener thread is not reading at that moment (else the listener reads it, as before),
+/// and hands the connection back once its own ticket is through: a round trip sent for polls
+/// that came meanwhile is read by the listener.
+///
+/// Each poll that waits for another's round trip sleeps on a semaphore of its own, signalled
+/// once a round trip covers it. With one condition broadcast, every poll a round trip let
+/// through woke at once and queued on the condition's mutex (32 clients: about one lock wait
+/// per poll, a sixth of a worker's context switches; docs/performance.md, "The idle poll's
 /// wake-ups"); a semaphore's waiter leaves its wait holding nothing.
 ///
 /// `@unchecked Sendable`: all mutable state is guarded by `lock`.
@@ -64,14 +96,20 @@ final class ListenerBarrier: @unchecked Sendable {
     private var asked: UInt64 = 0
     /// The polls waiting, in ticket order.
     private var waiters: [Waiter] = []
-    /// Sends a Sync on the listening connection; nil while there is none.
-    private var send: (@Sendable () -> Void)?
+    /// The listening connection; nil while there is none.
+    private var link: (any ListenerLink)?
     /// The last ticket the round trip in flight covers; nil when none is.
     private var inFlight: UInt64?
+    /// The listener thread is reading the connection (between `listenerMayRead` and
+    /// `listenerDone`).
+    private var listenerReading = false
+    /// A poll is reading the connection (`drive`); the listener thread does not.
+    private var driving = false
 
     func await(timeout: TimeInterval) -> Bool {
+        let deadline = DispatchTime.now() + timeout
         lock.lock()
-        guard let send else {
+        guard let link else {
             lock.unlock()
             return false
         }
@@ -79,11 +117,37 @@ final class ListenerBarrier: @unchecked Sendable {
         let waiter = Waiter(ticket: asked)
         waiters.append(waiter)
         let sending = inFlight == nil
-        if sending { inFlight = asked }
+        var drives = false
+        if sending {
+            inFlight = asked
+            if link.drivable && !listenerReading && !driving {
+                driving = true
+                drives = true
+                link.listenerWatches(false)
+            }
+        }
         lock.unlock()
         // After the ticket was taken: this round trip covers it.
-        if sending { send() }
-        if waiter.semaphore.wait(timeout: .now() + timeout) == .success { return waiter.passed }
+        if sending { link.send() }
+        if drives {
+            // Read until a round trip lets this poll through (its own answer: only this
+            // thread reads now), the connection fails, or the time is up.
+            var through = false
+            while !through {
+                let left = Double(deadline.uptimeNanoseconds &- DispatchTime.now().uptimeNanoseconds) / 1e9
+                guard left > 0, left <= timeout, link.drive(timeout: left) else { break }
+                through = waiter.semaphore.wait(timeout: .now()) == .success
+            }
+            lock.lock()
+            // Only if this is still the connection it read: a new one starts afresh.
+            if let current = self.link, current === link {
+                driving = false
+                current.listenerWatches(true)
+            }
+            lock.unlock()
+            if through { return waiter.passed }
+        }
+        if waiter.semaphore.wait(timeout: deadline) == .success { return waiter.passed }
         // Timed out: withdraw, unless a round trip (or the loss) took it meanwhile and is
         // about to signal it.
         lock.lock()
@@ -97,9 +161,9 @@ final class ListenerBarrier: @unchecked Sendable {
         return waiter.passed
     }
 
-    /// The listener read the answer to the round trip in flight (and applied the
-    /// notifications that came ahead of it): lets the polls it covers through, and sends
-    /// the next for those that came after it was sent.
+    /// The round trip in flight was answered (and the notifications that came ahead of it
+    /// applied): lets the polls it covers through, and sends the next for those that came
+    /// after it was sent.
     func answered() {
         lock.lock()
         guard let covered = inFlight else {
@@ -109,28 +173,57 @@ final class ListenerBarrier: @unchecked Sendable {
         let through = waiters.prefix { $0.ticket <= covered }
         waiters.removeFirst(through.count)
         inFlight = waiters.isEmpty ? nil : asked
-        let next = inFlight == nil ? nil : send
+        let next = inFlight == nil ? nil : link
         lock.unlock()
-        next?()
+        next?.send()
         for waiter in through {
             waiter.passed = true
             waiter.semaphore.signal()
         }
     }
 
+    /// The listener thread was woken (input, or its wait's end): whether it may read the
+    /// connection now. False while a poll reads it; that poll restarts the listener's
+    /// watch when it is done.
+    func listenerMayRead() -> Bool {
+        lock.withLock {
+            guard !driving else { return false }
+            listenerReading = true
+            return true
+        }
+    }
+
+    /// The listener thread has read what arrived; `watch` restarts its wait for input
+    /// (under the lock: a poll deciding to read the connection itself sees either the
+    /// listener reading or its watch on, never both off).
+    func listenerDone(watch: () -> Void) {
+        lock.withLock {
+            listenerReading = false
+            watch()
+        }
+    }
+
     /// The listening connection is up; `send` sends a Sync on it.
     func connected(send: @escaping @Sendable () -> Void) {
+        connected(SendingLink(sending: send))
+    }
+
+    /// The listening connection is up.
+    func connected(_ link: any ListenerLink) {
         lock.lock()
-        self.send = send
+        self.link = link
         inFlight = nil
+        listenerReading = false
+        driving = false
         lock.unlock()
     }
 
     /// The listening connection is lost: every waiting poll fails (it cannot tell).
     func lost() {
         lock.lock()
-        send = nil
+        link = nil
         inFlight = nil
+        listenerReading = false
         let failed = waiters
         waiters.removeAll()
         lock.unlock()

@@ -124,4 +124,82 @@ import Testing
         #expect(waiter.passed == true)
         #expect(old.sent == 1)
     }
+
+    /// A listening connection a poll can read itself: `drive` answers the Syncs sent so far
+    /// (after `hold` lets it), as a read of the connection would.
+    final class DrivableWire: ListenerLink, @unchecked Sendable {
+        private let lock = NSLock()
+        private var sentCount = 0, answeredCount = 0, drives = 0
+        private(set) var watching: [Bool] = []
+        weak var barrier: ListenerBarrier?
+        let hold = DispatchSemaphore(value: 0)
+        let holding: Bool
+        init(holding: Bool = false) { self.holding = holding }
+        var sent: Int { lock.withLock { sentCount } }
+        var driven: Int { lock.withLock { drives } }
+        var watched: [Bool] { lock.withLock { watching } }
+        func send() { lock.withLock { sentCount += 1 } }
+        var drivable: Bool { true }
+        func listenerWatches(_ on: Bool) { lock.withLock { watching.append(on) } }
+        func drive(timeout: TimeInterval) -> Bool {
+            lock.withLock { drives += 1 }
+            if holding { hold.wait() }
+            let due = lock.withLock { () -> Int in
+                defer { answeredCount = sentCount }
+                return sentCount - answeredCount
+            }
+            for _ in 0..<due { barrier?.answered() }
+            return true
+        }
+    }
+
+    /// The poll that sends the round trip reads its answer itself, with the listener's watch
+    /// paused meanwhile and restarted after: nobody else has to answer it.
+    @Test func thePollThatSendsReadsItsAnswer() {
+        let barrier = ListenerBarrier()
+        let wire = DrivableWire()
+        wire.barrier = barrier
+        barrier.connected(wire)
+        #expect(barrier.await(timeout: 5))
+        #expect(wire.sent == 1 && wire.driven == 1)
+        #expect(wire.watched == [false, true])
+    }
+
+    /// While a poll reads the connection the listener thread may not; while the listener
+    /// reads, a poll sends its round trip and waits for the listener to read the answer.
+    @Test func theListenerAndAPollNeverReadAtOnce() {
+        let barrier = ListenerBarrier()
+        let wire = DrivableWire(holding: true)
+        wire.barrier = barrier
+        barrier.connected(wire)
+        let driver = Waiter(barrier)
+        while wire.driven == 0 { usleep(1000) }
+        #expect(!barrier.listenerMayRead(), "the listener reads while a poll does")
+        // A poll that comes now waits for the next round trip, sent when this one is answered.
+        let second = Waiter(barrier)
+        usleep(50_000)
+        wire.hold.signal()
+        driver.done.wait()
+        #expect(driver.passed == true)
+        #expect(wire.watched == [false, true])
+        // The second poll's round trip was sent by the answer; the listener reads it.
+        #expect(second.done.wait(timeout: .now() + 0.2) == .timedOut)
+        #expect(wire.sent == 2)
+        #expect(barrier.listenerMayRead())
+        barrier.answered()
+        var watchedAgain = false
+        barrier.listenerDone { watchedAgain = true }
+        second.done.wait()
+        #expect(second.passed == true && watchedAgain)
+        // The listener reading: a poll sends but does not read.
+        #expect(barrier.listenerMayRead())
+        let third = Waiter(barrier)
+        while wire.sent < 3 { usleep(1000) }
+        usleep(50_000)
+        #expect(wire.driven == 1)
+        barrier.answered()
+        barrier.listenerDone {}
+        third.done.wait()
+        #expect(third.passed == true && wire.driven == 1)
+    }
 }
