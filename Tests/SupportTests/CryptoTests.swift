@@ -16,5 +16,12 @@ import Testing
         #expect(Crypto.base64Decode("AAA") == [0, 0])
         #expect(Crypto.base64Decode("A") == nil)
         #expect(Crypto.base64Decode("AA.A") == nil)
+        // Padding anywhere is skipped, as before; a byte outside ASCII is refused.
+        #expect(Crypto.base64Decode("+/=8") == [0xFB, 0xFF])
+        #expect(Crypto.base64Decode("AAé") == nil)
+        #expect(Crypto.base64Decode("AAA\u{FF}") == nil)
+        // A cursor's text after its prefix: a substring, decoded where its bytes lie.
+        let full = Array(bytes.prefix(47))
+        #expect(Crypto.base64Decode(("c:" + Crypto.base64url(full)).dropFirst(2)) == full)
     }
 }
