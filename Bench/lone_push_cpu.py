@@ -21,8 +21,8 @@ counter, and a round's figure is the median push (steadier on a busy machine tha
 PUSHES pushes per variant, whose CPU comes in 10 ms ticks). A suffix @DATABASE runs that
 variant on a connection to another database of the same cluster (e.g. a `createdb -T` copy
 made before a migration), so that two schemas alternate push by push; each database's
-backend is counted on its own. `--size K`: K new reports per push (apply: only the first),
-figures per report."""
+backend is counted on its own. `--size K`: K new reports per push (not with `apply`, which
+writes one), figures per report."""
 import json
 import os
 import sys
@@ -47,18 +47,23 @@ def main():
         del argv[k:k + 2]
     args = [a for a in argv if not a.startswith("--")]
     pushes, rounds, variants = int(args[0]), int(args[1]), args[2:]
+    assert size == 1 or not any(v.startswith("apply") for v in variants), "apply writes one report a push"
     tok, doc = wb.token(), wb.source_doc()
+    default_db = os.environ.get("BENCH_DBNAME", "tideway")
+
+    def database(variant):
+        return variant.partition("@")[2] or default_db
+
     backends = {}  # database -> (connection, cursor, pid, cpu, prepared names)
     for v in variants:
-        db = v.partition("@")[2] or os.environ.get("BENCH_DBNAME", "tideway")
-        if db not in backends:
-            os.environ["BENCH_DBNAME"] = db
+        if database(v) not in backends:
+            os.environ["BENCH_DBNAME"] = database(v)
             conn, pid, cpu = wb.worker_backend()
-            backends[db] = (conn, conn.cursor(), pid, cpu, {})
+            backends[database(v)] = (conn, conn.cursor(), pid, cpu, {})
     prefix = f"lone-{uuid.uuid4().hex[:8]}-"
 
     def backend(variant):
-        return backends[variant.partition("@")[2] or next(iter(backends))]
+        return backends[database(variant)]
 
     def run_ns(variant):  # the backend's time on a CPU so far (/proc/<pid>/schedstat, nanoseconds)
         with open(f"/proc/{backend(variant)[2]}/schedstat") as f:
@@ -94,7 +99,7 @@ def main():
             run("select set_config('tideway.device', %s, true)", (prefix,))
         if write == "apply":
             run("select app.apply_change(%s, %s, %s, %s, %s::jsonb, %s, %s, %s, %s::jsonb)::text",
-                ("reports", wb.PARTITION, i, "insert", d, prefix, i, None, None))
+                ("reports", wb.PARTITION, i, "insert", json.dumps({**doc, "_id": i}), prefix, i, None, None))
         else:
             run("select result::text from app.insert_documents(%s, %s, %s::text[], %s::text[], %s::text[], %s::jsonb,"
                 " guarded => %s) order by ord",
