@@ -18,8 +18,13 @@ statement, `app.open_first_push` (the one-trip path since the seventh round).
 sends them (its plans kept), instead of planned at every push. `--interleaved`: the
 variants take turns push by push, each push's CPU read from the scheduler's nanosecond
 counter, and a round's figure is the median push (steadier on a busy machine than runs of
-PUSHES pushes per variant, whose CPU comes in 10 ms ticks)."""
+PUSHES pushes per variant, whose CPU comes in 10 ms ticks). A suffix @DATABASE runs that
+variant on a connection to another database of the same cluster (e.g. a `createdb -T` copy
+made before a migration), so that two schemas alternate push by push; each database's
+backend is counted on its own. `--size K`: K new reports per push (not with `apply`, which
+writes one), figures per report."""
 import json
+import os
 import sys
 import uuid
 
@@ -34,50 +39,71 @@ DEVICE_ROW = """insert into app.devices (user_id, client_id, app_version, last_p
 def main():
     prepared = "--prepared" in sys.argv
     interleaved = "--interleaved" in sys.argv
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    argv = sys.argv[1:]
+    size = 1
+    if "--size" in argv:
+        k = argv.index("--size")
+        size = int(argv[k + 1])
+        del argv[k:k + 2]
+    args = [a for a in argv if not a.startswith("--")]
     pushes, rounds, variants = int(args[0]), int(args[1]), args[2:]
+    assert size == 1 or not any(v.startswith("apply") for v in variants), "apply writes one report a push"
     tok, doc = wb.token(), wb.source_doc()
-    conn, pid, cpu = wb.worker_backend()
-    cur = conn.cursor()
-    prefix = f"lone-{uuid.uuid4().hex[:8]}-"
-    names = {}
+    default_db = os.environ.get("BENCH_DBNAME", "tideway")
 
-    def run_ns():  # the backend's time on a CPU so far (/proc/<pid>/schedstat, nanoseconds)
-        with open(f"/proc/{pid}/schedstat") as f:
+    def database(variant):
+        return variant.partition("@")[2] or default_db
+
+    backends = {}  # database -> (connection, cursor, pid, cpu, prepared names)
+    for v in variants:
+        if database(v) not in backends:
+            os.environ["BENCH_DBNAME"] = database(v)
+            conn, pid, cpu = wb.worker_backend()
+            backends[database(v)] = (conn, conn.cursor(), pid, cpu, {})
+    prefix = f"lone-{uuid.uuid4().hex[:8]}-"
+
+    def backend(variant):
+        return backends[database(variant)]
+
+    def run_ns(variant):  # the backend's time on a CPU so far (/proc/<pid>/schedstat, nanoseconds)
+        with open(f"/proc/{backend(variant)[2]}/schedstat") as f:
             return int(f.read().split()[0])
 
-    def run(sql, values):
-        if not prepared:
-            return cur.execute(sql, values)
-        if sql not in names:
-            names[sql] = f"s{len(names)}"
-            parts = sql.split("%s")
-            text = parts[0] + "".join(f"${k + 1}{part}" for k, part in enumerate(parts[1:]))
-            cur.execute(f"prepare {names[sql]} as {text}")
-        cur.execute(f"execute {names[sql]}({', '.join(['%s'] * len(values))})", values)
-
     def push(variant, n):
-        write, *left_out = variant.split("+")
-        i = f"{prefix}{n}"
-        d = json.dumps({**doc, "_id": i})
+        conn, cur, _, _, names = backend(variant)
+
+        def run(sql, values):
+            if not prepared:
+                return cur.execute(sql, values)
+            if sql not in names:
+                names[sql] = f"s{len(names)}"
+                parts = sql.split("%s")
+                text = parts[0] + "".join(f"${k + 1}{part}" for k, part in enumerate(parts[1:]))
+                cur.execute(f"prepare {names[sql]} as {text}")
+            cur.execute(f"execute {names[sql]}({', '.join(['%s'] * len(values))})", values)
+
+        write, *left_out = variant.partition("@")[0].split("+")
+        ids = [f"{prefix}{n}" if size == 1 else f"{prefix}{n}-{k}" for k in range(size)]
+        i = ids[0]
+        d = ",".join(json.dumps({**doc, "_id": x}) for x in ids)
         run("select count(*) from app.authenticate(sha256(convert_to(%s, 'UTF8')), 'access')", (tok,))
         if "open" in left_out:
             run("select app.open_first_push(%s, %s, %s::text[], %s::text[], %s::text[])",
-                (prefix, "bench", [i], [wb.PARTITION], ["reports"]))
+                (prefix, "bench", ids, [wb.PARTITION] * size, ["reports"] * size))
         else:
             if "nolock" not in left_out:
                 run("select pg_advisory_xact_lock(hashtextextended(app.uid()::text || '/' || %s, 740601))", (prefix,))
             if "noexpect" not in left_out:
                 run("select app.expect_first_push(%s, %s::text[], %s::text[], %s::text[])",
-                    (prefix, [i], [wb.PARTITION], ["reports"]))
+                    (prefix, ids, [wb.PARTITION] * size, ["reports"] * size))
             run("select set_config('tideway.device', %s, true)", (prefix,))
         if write == "apply":
             run("select app.apply_change(%s, %s, %s, %s, %s::jsonb, %s, %s, %s, %s::jsonb)::text",
-                ("reports", wb.PARTITION, i, "insert", d, prefix, i, None, None))
+                ("reports", wb.PARTITION, i, "insert", json.dumps({**doc, "_id": i}), prefix, i, None, None))
         else:
             run("select result::text from app.insert_documents(%s, %s, %s::text[], %s::text[], %s::text[], %s::jsonb,"
                 " guarded => %s) order by ord",
-                ("reports", prefix, [i], [i], [wb.PARTITION], "[" + d + "]", write == "guarded"))
+                ("reports", prefix, ids, ids, [wb.PARTITION] * size, "[" + d + "]", write == "guarded"))
         cur.fetchall()
         if "nodevice" not in left_out and "open" not in left_out:
             run(DEVICE_ROW, (prefix, "bench"))
@@ -95,29 +121,33 @@ def main():
             # nanosecond count: a busy machine's drift falls on every variant alike.
             for _ in range(rounds):
                 per_push = {v: [] for v in variants}
-                for _ in range(pushes):
-                    for k, v in enumerate(variants):
-                        before = run_ns()
+                for j in range(pushes):
+                    # Every other push the order is reversed: the variant that goes first
+                    # after a commit was measured ~4% dearer or cheaper by its place alone.
+                    for v in (variants if j % 2 == 0 else variants[::-1]):
+                        before = run_ns(v)
                         push(v, n)
                         n += 1
-                        per_push[v].append(run_ns() - before)
+                        per_push[v].append(run_ns(v) - before)
                 for v in variants:
                     ordered = sorted(per_push[v])
-                    runs[v].append(ordered[len(ordered) // 2] / 1e6)
+                    runs[v].append(ordered[len(ordered) // 2] / 1e6 / size)
         else:
             for _ in range(rounds):
                 for v in variants:
+                    cpu = backend(v)[3]
                     before = cpu()
                     for _ in range(pushes):
                         push(v, n)
                         n += 1
-                    runs[v].append(1000 * (cpu() - before) / pushes)
+                    runs[v].append(1000 * (cpu() - before) / pushes / size)
         for v in variants:
             ordered = sorted(runs[v])
-            print(f"{v:24s} median {ordered[len(ordered) // 2]:.3f} ms of backend CPU per push"
+            print(f"{v:24s} median {ordered[len(ordered) // 2]:.3f} ms of backend CPU per {'push' if size == 1 else 'report'}"
                   f"{' (per-push medians)' if interleaved else ''}; runs {', '.join(f'{x:.3f}' for x in runs[v])}")
     finally:
-        wb.count_and_remove(prefix)
+        for db in backends:
+            wb.count_and_remove(prefix, db)
 
 
 if __name__ == "__main__":

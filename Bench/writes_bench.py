@@ -142,8 +142,8 @@ def source_doc():
     return doc
 
 
-def count_and_remove(prefix):
-    with psycopg2.connect(ADMIN) as conn, conn.cursor() as cur:
+def count_and_remove(prefix, dbname=None):
+    with psycopg2.connect(ADMIN if dbname is None else f"{ADMIN} dbname={dbname}") as conn, conn.cursor() as cur:
         cur.execute("select count(*) from sync.reports where id like %s", (prefix + "%",))
         n = cur.fetchone()[0]
         cur.execute("delete from sync.reports where id like %s", (prefix + "%",))

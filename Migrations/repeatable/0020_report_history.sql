@@ -33,8 +33,14 @@ $$;
 -- this order, so that no two different entries serialize alike. Timestamps in UTC with
 -- microseconds, `change` as PostgreSQL's jsonb text. HistoryChain.swift computes the same.
 -- One expression (concat skips a null field, as the string_agg over the fields it replaces
--- did): PL/pgSQL evaluates it without starting a query, where the string_agg over unnest
--- was a query per entry. Same bytes: compared on stored history (docs/performance.md).
+-- did).
+--
+-- A SQL function of one expression, declared stable like its body (`to_char`, `concat`), so
+-- that PostgreSQL inlines it, with app.history_hash, into the statement that writes the
+-- entries: no function call per entry. It was PL/pgSQL, a call per entry and its
+-- expression prepared again in every transaction: ~10 µs more per entry
+-- (docs/performance.md, "A created report's effects, ninth round"). Same bytes: the same
+-- expression.
 --
 -- The length is cast to text explicitly: `integer || text` is anynonarray || text, which is
 -- only stable (it calls the integer's output function through the type's I/O), and
@@ -48,16 +54,13 @@ return octet_length(f)::text || ':' || f || E'\n';
 create or replace function app.history_canonical(
     prev_hash text, report_id text, partition text, seq bigint, version bigint, user_id uuid,
     device text, at timestamptz, op text, change jsonb) returns text
-language plpgsql stable as $$
-begin
-    return concat(app.history_field('tideway-report-history-v1'), app.history_field(prev_hash),
-                  app.history_field(report_id), app.history_field(partition), app.history_field(seq::text),
-                  app.history_field(version::text), app.history_field(coalesce(user_id::text, '')),
-                  app.history_field(device),
-                  app.history_field(to_char(at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')),
-                  app.history_field(op), app.history_field(coalesce(change::text, 'null')));
-end
-$$;
+language sql stable
+return concat(app.history_field('tideway-report-history-v1'), app.history_field(prev_hash),
+              app.history_field(report_id), app.history_field(partition), app.history_field(seq::text),
+              app.history_field(version::text), app.history_field(coalesce(user_id::text, '')),
+              app.history_field(device),
+              app.history_field(to_char(at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')),
+              app.history_field(op), app.history_field(coalesce(change::text, 'null')));
 
 -- An entry's hash: hex SHA-256 of its canonical form (the one definition; the triggers and
 -- the import use it).

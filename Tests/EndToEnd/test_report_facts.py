@@ -165,3 +165,52 @@ def test_search_finds_every_word_as_a_prefix(cur):
                 "unnest(array['''ocean'':* & ''2023'':*', '''stá'':*', '''cr'':* & ''012'':*', '''oceans'':*']) q "
                 "where r.id = %s", (report_id,))
     assert cur.fetchone()[0] == 3
+
+
+# The eight facts that were generated columns until Migrations/0102 (officer_key, safety_rank,
+# is_draft from 0031; officer_email, safety_level, lon, lat, is_boarding from 0050), now stored
+# by the same trigger: their values for documents of each shape, and a statement that writes
+# them directly, on insert and on update, is overwritten like the others.
+PLAIN = ("officer_key", "safety_rank", "is_draft", "officer_email", "safety_level", "lon", "lat", "is_boarding")
+
+
+def plain(cur, report_id):
+    cur.execute(f"select {', '.join(PLAIN)} from sync.reports where id = %s", (report_id,))
+    return cur.fetchone()
+
+
+@pytest.mark.parametrize("doc, expected", [
+    ({"reportingOfficer": {"email": "Ana.Lopez@Example.ORG"}, "inspection": {"summary": {"safetyLevel": {"level": "Red"}}},
+      "location": [-17.25, 14.5]},
+     ("ana.lopez@example.org", 3, False, "ana.lopez@example.org", "Red", -17.25, 14.5, True)),
+    ({"draft": True, "inspection": {"summary": {"safetyLevel": {"level": "Amber"}}}, "location": [1]},
+     ("", 2, True, None, "Amber", 1.0, None, False)),
+    ({"draft": "true", "inspection": {"summary": {"safetyLevel": {"level": "Green"}}}, "location": ["1", 2]},
+     ("", 1, True, None, "Green", None, 2.0, False)),
+    ({"draft": False, "inspection": {"summary": {"safetyLevel": {"level": "red"}}}, "location": {"lon": 1}},
+     ("", 0, False, None, "red", None, None, True)),
+    ({"draft": "yes", "reportingOfficer": {"email": None}, "inspection": {"summary": {"safetyLevel": "Red"}}},
+     ("", 0, False, None, None, None, None, True)),
+    ({}, ("", 0, False, None, None, None, None, True)),
+])
+def test_the_facts_that_were_plain_expressions(cur, doc, expected):
+    assert plain(cur, insert(cur, doc)) == expected
+
+
+def test_a_statement_cannot_set_the_plain_expression_facts(cur):
+    forged = ("officer_key = 'forged', safety_rank = 9, is_draft = true, officer_email = 'forged', "
+              "safety_level = 'forged', lon = 99, lat = 99, is_boarding = false")
+    report_id = insert(cur, {"reportingOfficer": {"email": "A@B.C"}, "location": [3, 4]})
+    expected = ("a@b.c", 0, False, "a@b.c", None, 3.0, 4.0, True)
+    cur.execute(f"update sync.reports set {forged} where id = %s", (report_id,))
+    assert plain(cur, report_id) == expected
+    other = "facts-" + uuid.uuid4().hex
+    cur.execute("insert into sync.reports (id, partition, doc, seq, officer_key, safety_rank, is_draft, officer_email,"
+                " safety_level, lon, lat, is_boarding) values (%s, %s, %s, 0, 'forged', 9, true, 'forged', 'forged', 99, 99,"
+                " false)", (other, partition(cur), json.dumps({"reportingOfficer": {"email": "A@B.C"}, "location": [3, 4]})))
+    assert plain(cur, other) == expected
+    # a tombstone is no boarding; brought back, it is one again
+    cur.execute("update sync.reports set deleted = true, doc = null where id = %s", (report_id,))
+    assert plain(cur, report_id) == ("", 0, False, None, None, None, None, False)
+    cur.execute("update sync.reports set deleted = false, doc = '{\"location\": [5, 6]}' where id = %s", (report_id,))
+    assert plain(cur, report_id) == ("", 0, False, None, None, 5.0, 6.0, True)

@@ -194,3 +194,34 @@ def test_both_ways_name_the_device_and_write_its_row():
     with admin_db() as conn, conn.cursor() as cur:
         cur.execute("select count(*) from app.devices where user_id = %s", (me.id,))
         assert cur.fetchone()[0] == 1
+
+
+def test_the_device_row_is_only_ever_the_callers_own():
+    """app.note_device_push runs as the table's owner, without row-level security
+    (repeatable/0005): from the worker role it still writes only the caller's own row, never
+    another user's (of the same client id, even a global admin's claims), and without claims
+    it is refused as the policy refused it."""
+    key, me = new_officer()
+    _, other = new_officer()
+    client_id = "shared-" + uuid.uuid4().hex
+    with worker_db() as conn, conn.cursor() as cur:
+        as_officer(cur, key, other)
+        cur.execute("select app.note_device_push(%s, '1.0')", (client_id,))
+        conn.commit()
+    others = device_row(other, client_id)
+    with worker_db() as conn, conn.cursor() as cur:
+        as_officer(cur, key, me)
+        cur.execute("select app.note_device_push(%s, '2.0')", (client_id,))
+        cur.execute("select app.note_device_push(%s, '')", (client_id,))
+        conn.commit()
+        cur.execute("select set_config('tideway.role', 'globalAdmin', true), set_config('tideway.user_id', %s, true)", (me,))
+        cur.execute("select app.note_device_push(%s, '3.0')", (client_id,))
+        conn.commit()
+        with pytest.raises(psycopg2.errors.InsufficientPrivilege):
+            cur.execute("select app.note_device_push(%s, '4.0')", ("nobody-" + uuid.uuid4().hex,))
+        conn.rollback()
+    assert device_row(me, client_id)[0] == "3.0"
+    assert device_row(other, client_id) == others
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("select count(*) from app.devices where client_id like 'nobody-%%' and user_id is null")
+        assert cur.fetchone()[0] == 0
