@@ -36,8 +36,8 @@
 #   NCHAN_REDIS      Redis URL for nchan (Deploy/render-nginx.sh)
 #   NGINX_WORKERS    nginx worker processes (1; see nginx_conf: more crash nchan 1.3.6)
 #   NGINX_INSTANCES  nginx instances sharing the ports (SO_REUSEPORT), each one worker and
-#                    its own nchan, so an event's fan-out runs on that many cores (2, or
-#                    1 with NCHAN_REDIS; Deploy/render-nginx.sh). Instance 1 lives in $STATE/nginx, N in
+#                    its own nchan, so an event's fan-out runs on that many cores (1;
+#                    Deploy/dev/test.sh runs 2; 1 with NCHAN_REDIS; Deploy/render-nginx.sh). Instance 1 lives in $STATE/nginx, N in
 #                    $STATE/nginx-N (pid run/nginx[-N].pid); all log to the same files.
 #   EVENTS_LEADER    set: `tideway events` runs only while it holds the PostgreSQL
 #                    advisory lock (Deploy/cluster/leader.sh), so one node publishes
@@ -55,8 +55,8 @@ STATE=${STATE:-$repo/.state/dev}
 HTTPS_PORT=${HTTPS_PORT:-8443}
 HTTP_PORT=${HTTP_PORT:-8080}
 WORKERS=${WORKERS:-2}
-# Two nginx instances, unless nchan's channels live in Redis (a cluster node): one then.
-NGINX_INSTANCES=${NGINX_INSTANCES:-$([[ -n ${NCHAN_REDIS:-} ]] && echo 1 || echo 2)}
+# One nginx instance unless asked (the test stack runs two; with NCHAN_REDIS only one works).
+NGINX_INSTANCES=${NGINX_INSTANCES:-1}
 THREADS=${THREADS:-32}
 bin_dir=${TIDEWAY_BIN_DIR:-$repo/.build/release}
 TIDEWAY=$bin_dir/tideway
