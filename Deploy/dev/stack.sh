@@ -37,8 +37,9 @@
 #   NGINX_WORKERS    nginx worker processes (1; see nginx_conf: more crash nchan 1.3.6)
 #   NGINX_INSTANCES  nginx instances sharing the ports (SO_REUSEPORT), each one worker and
 #                    its own nchan, so an event's fan-out runs on that many cores (1;
-#                    Deploy/dev/test.sh runs 2; 1 with NCHAN_REDIS; Deploy/render-nginx.sh). Instance 1 lives in $STATE/nginx, N in
-#                    $STATE/nginx-N (pid run/nginx[-N].pid); all log to the same files.
+#                    Deploy/dev/test.sh runs 2; only 1 with NCHAN_REDIS; render-nginx.sh).
+#                    Instance 1 lives in $STATE/nginx, N in $STATE/nginx-N (pid
+#                    run/nginx[-N].pid); all log to the same files.
 #   EVENTS_LEADER    set: `tideway events` runs only while it holds the PostgreSQL
 #                    advisory lock (Deploy/cluster/leader.sh), so one node publishes
 #   PG_LISTEN, PG_TRUST_NET  (pg-up) addresses PostgreSQL listens on, and a network
@@ -233,13 +234,22 @@ mail_sink_up() {
 # publisher socket, so it starts after nginx; until then it retries on its own.
 events_up() {
     [[ -x $TIDEWAY ]] || return 0
-    if running "$run/supervise-events.pid" "$run/events.pid"; then return; fi
+    # Every nginx instance's publisher socket: an event is published in each. A publisher
+    # started with another list (NGINX_INSTANCES changed) is restarted.
+    local sockets=$run/events-publish.sock n
+    for ((n = 2; n <= NGINX_INSTANCES; n++)); do sockets+=":$run/events-publish-$n.sock"; done
+    if running "$run/supervise-events.pid" "$run/events.pid"; then
+        [[ $(cat "$run/events.sockets" 2>/dev/null) != "$sockets" ]] || return 0
+        say "restarting the event publisher for $NGINX_INSTANCES nginx instances"
+        local pid
+        pid=$(<"$run/supervise-events.pid")
+        kill -TERM "$pid"
+        wait_gone "$pid"
+    fi
+    printf '%s\n' "$sockets" >"$run/events.sockets"
     say "starting the event publisher${EVENTS_LEADER:+ (when it holds the leader lock)}"
     local leader=()
     [[ -z ${EVENTS_LEADER:-} ]] || leader=("$repo/Deploy/cluster/leader.sh" "$worker_db" tideway-events --)
-    # Every nginx instance's publisher socket: an event is published in each.
-    local sockets=$run/events-publish.sock n
-    for ((n = 2; n <= NGINX_INSTANCES; n++)); do sockets+=":$run/events-publish-$n.sock"; done
     TIDEWAY_DATABASE=$worker_db TIDEWAY_EVENTS_SOCKET=$sockets TIDEWAY_METRICS_DIR=$STATE/metrics \
         setsid "$repo/Deploy/dev/supervise.sh" "$run/events.pid" "$logs/events.log" "${leader[@]}" "$TIDEWAY" events \
         </dev/null >>"$logs/events.log" 2>&1 &
@@ -322,8 +332,8 @@ nginx_ctl() {
 
 nginx_up() {
     local i dir
-    # Instances past NGINX_INSTANCES, left by an earlier up with more (changing the number
-    # on a running stack also needs the publisher restarted: down, then up).
+    # Instances past NGINX_INSTANCES, left by an earlier up with more (events_up then
+    # restarts the publisher with the new list of sockets).
     nginx_down $((NGINX_INSTANCES + 1))
     for ((i = 1; i <= NGINX_INSTANCES; i++)); do
         nginx_conf "$i"
@@ -460,10 +470,13 @@ cmd_status() {
             say "worker $i: stopped"
         fi
     done
-    local n
-    for ((n = 1; n <= NGINX_INSTANCES; n++)); do
-        if running "$(ngx_pid_of "$n")" "$(ngx_dir_of "$n")/"; then say "nginx $n: running, $url"; else say "nginx $n: stopped"; fi
+    local n=0
+    for f in "$run/nginx.pid" "$run"/nginx-*.pid; do
+        [[ -e $f ]] || continue
+        i=${f##*/nginx} i=${i%.pid} i=${i#-} i=${i:-1}
+        if running "$f" "$(ngx_dir_of "$i")/"; then say "nginx $i: running, $url"; n=1; fi
     done
+    ((n)) || say "nginx: stopped"
 }
 
 case ${1:-} in
