@@ -46,10 +46,9 @@ def tasks(pid):
 
 
 def groups():
-    nginx = rb._pidfile(os.path.join(rb.RUN_DIR, "nginx.pid"))
     postmaster = rb._pidfile(os.path.join(rb.STATE, "pg", "postmaster.pid"))
     others = [rb._pidfile(os.path.join(rb.RUN_DIR, f)) for f in ("events.pid", "jobs.pid")]
-    return {"worker": rb.worker_pids(), "nginx": [nginx] + rb._children(nginx),
+    return {"worker": rb.worker_pids(), "nginx": [p for m in rb.nginx_pids() for p in [m] + rb._children(m)],
             "pg": [postmaster] + rb._children(postmaster), "publisher/jobs": [p for p in others if p],
             "client": [str(os.getpid())]}
 

@@ -221,12 +221,16 @@ def subscriber_process(args):
     return len(ready), failed, received
 
 
+NGINX_PID = re.compile(r"nginx(-\d+)?\.pid")  # one per nginx instance (Deploy/dev/stack.sh NGINX_INSTANCES)
+
+
 def rss_kb(name):
-    """RSS of this stack's nginx (master and workers) or workers, found from its pid files."""
+    """RSS of this stack's nginx (every instance's master and workers) or workers, found from
+    their pid files."""
     run = os.path.join(STATE, "run")
     if name == "nginx":
-        master = open(os.path.join(run, "nginx.pid")).read().strip()
-        pids = [master] + [p for p in os.listdir("/proc") if p.isdigit() and parent(p) == master]
+        masters = [open(os.path.join(run, f)).read().strip() for f in os.listdir(run) if NGINX_PID.fullmatch(f)]
+        pids = masters + [p for p in os.listdir("/proc") if p.isdigit() and parent(p) in masters]
     else:
         pids = [open(os.path.join(run, f)).read().strip() for f in os.listdir(run) if f.startswith("worker-") and f.endswith(".pid")]
     total = 0
@@ -237,6 +241,25 @@ def rss_kb(name):
         except (OSError, StopIteration):
             pass
     return total
+
+
+def nginx_worker_files():
+    """Open files of each nginx instance's worker processes (its streams, mostly): how the
+    kernel spread the streams over the instances (SO_REUSEPORT)."""
+    run = os.path.join(STATE, "run")
+    counts = []
+    for f in sorted(os.listdir(run)):
+        if NGINX_PID.fullmatch(f):
+            master = open(os.path.join(run, f)).read().strip()
+            files = 0
+            for p in os.listdir("/proc"):
+                if p.isdigit() and parent(p) == master:
+                    try:
+                        files += len(os.listdir(f"/proc/{p}/fd"))
+                    except OSError:
+                        pass
+            counts.append(files)
+    return counts
 
 
 def parent(pid):
@@ -273,12 +296,45 @@ def cpu_seconds():
             return None
 
     run = os.path.join(STATE, "run")
-    ticks = {"nginx": family(pid_in(os.path.join(run, "nginx.pid"))),
+    ticks = {"nginx": sum(family(pid_in(os.path.join(run, f))) for f in os.listdir(run) if NGINX_PID.fullmatch(f)),
              "workers": sum(family(pid_in(os.path.join(run, f))) for f in os.listdir(run) if re.fullmatch(r"worker-\d+\.pid", f)),
              "PostgreSQL": family(pid_in(os.path.join(STATE, "pg", "postmaster.pid")), reaped=True),
              "publisher": family(pid_in(os.path.join(run, "events.pid"))),
+             "jobs": family(pid_in(os.path.join(run, "jobs.pid"))),
              "subscribers": sum(t[1] for t in table.values() if t[0] == str(os.getpid()))}
     return {part: n / os.sysconf("SC_CLK_TCK") for part, n in ticks.items()}
+
+
+def settle():
+    """Lets the work the earlier benches left behind end before the window: VACUUM ANALYZE
+    (the reports the write benches inserted, which an autovacuum worker would otherwise
+    vacuum during the pushes), then waits until no autovacuum worker runs and the job runner
+    and PostgreSQL are idle (under 5% of a core over 3 s; the job runner folds new reports
+    into the summaries). The window still counts whatever runs in it."""
+    started = time.time()
+    db = psycopg2.connect(ADMIN_DB)
+    try:
+        db.autocommit = True
+        cur = db.cursor()
+        cur.execute("vacuum analyze")
+        vacuumed = time.time() - started
+        quiet = None
+        while time.time() - started < 180:
+            cur.execute("select count(*) from pg_stat_activity where backend_type = 'autovacuum worker'")
+            vacuuming = cur.fetchone()[0]
+            before = cpu_seconds()
+            time.sleep(3)
+            after = cpu_seconds()
+            busy = sum(after[p] - before[p] for p in ("jobs", "PostgreSQL")) / 3
+            if not vacuuming and busy < 0.05:
+                quiet = busy
+                break
+    finally:
+        db.close()
+    state = (f"job runner and PostgreSQL at {quiet:.1%} of a core" if quiet is not None
+             else "NOT quiet within 180 s (the window counts what still ran)")
+    print(f"settled before the streams: VACUUM ANALYZE {vacuumed:.0f} s, then {state}, "
+          f"{time.time() - started:.0f} s in all")
 
 
 def open_streams(logins):
@@ -304,6 +360,7 @@ def push(token, agency):
 
 
 def main():
+    settle()
     per_agency = 10
     users = [make_user(a) for a in AGENCIES for _ in range(per_agency)]
     writer = {a: make_user(a)["accessToken"] for a in AGENCIES}
@@ -327,6 +384,7 @@ def main():
             time.sleep(0.5)
         print(f"streams settled and their hooks counted after {time.time() - started:.0f} s")
         held_nginx, held_workers = rss_kb("nginx"), rss_kb("tideway-worker")
+        spread = nginx_worker_files()
         sends = []
         cpu_before = cpu_seconds()
         for n in range(EVENTS):
@@ -375,6 +433,7 @@ def main():
         print(f"  failed: {n} × {reason}")
     print(f"memory (RSS): nginx {base_nginx / 1024:.0f} MB → {held_nginx / 1024:.0f} MB holding them "
           f"({(held_nginx - base_nginx) / max(connected, 1):.1f} KB per stream), {pushed_nginx / 1024:.0f} MB after the pushes; workers {base_workers / 1024:.0f} MB → {held_workers / 1024:.0f} MB")
+    print(f"nginx instances: {len(spread)}; their workers' open files holding the streams: {' / '.join(map(str, spread))}")
     print(f"events received: {len(read_sent)} of {expected} expected ({EVENTS} pushes × a quarter of the streams)")
     print("commit → event read by the subscriber's process (the subscribers' own queueing on these cores included):")
     print(f"  from the push being sent: p50 {pct(read_sent, .5):.1f} ms, p99 {pct(read_sent, .99):.1f} ms; "
@@ -389,8 +448,9 @@ def main():
           + ", ".join(f"{part} {t:.2f}" for part, t in cpu.items() if part != "subscribers")
           + f"); the {PROCESSES} subscriber processes {cpu['subscribers']:.2f} s "
           f"({cpu['subscribers'] / max(server + cpu['subscribers'], 1e-9):.0%} of the two)")
-    # nginx writes each event to each of its streams one after another in its one worker
-    # process, so this figure times the last stream of a fan-out (2,500 × it, on a free core).
+    # Each nginx instance writes an event to each of its streams one after another in its one
+    # worker process, so this figure times the last stream of a fan-out (2,500 × it on a free
+    # core with one instance; about half that on each of two cores with two).
     print(f"nginx CPU per event written to a stream: {cpu['nginx'] / max(len(read_sent), 1) * 1e6:.1f} µs "
           f"({len(read_sent)} written; the streams' keep-alive comments in the window count too)")
     if os.environ.get("EVENTS_LATENCY_ONLY"):

@@ -11,6 +11,8 @@ Every stream must receive every event it was open for, or the run fails: a strea
 nginx closes (nchan_subscriber_timeout) is reopened with Last-Event-ID, as a client does.
 
 Environment: the stack's STATE, TIDEWAY_TEST_URL, TIDEWAY_TEST_CA (Deploy/dev/test.sh).
+It follows one nginx worker: run it against a stack of one nginx instance
+(NGINX_INSTANCES=1 Deploy/dev/stack.sh up).
 """
 import hashlib
 import http.client
@@ -151,6 +153,8 @@ def line(label, pid, started):
 
 
 def main():
+    if os.path.exists(os.path.join(STATE, "run/events-publish-2.sock")):
+        sys.exit("held_stream_memory.py follows one nginx worker: start the stack with NGINX_INSTANCES=1")
     pid = nginx_worker()
     access = token()
     started = time.monotonic()

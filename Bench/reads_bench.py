@@ -76,6 +76,12 @@ def _children(parent):
     return out
 
 
+def nginx_pids():
+    """Every nginx instance's master (Deploy/dev/stack.sh NGINX_INSTANCES: nginx.pid, nginx-N.pid)."""
+    return [pid for f in sorted(os.listdir(RUN_DIR)) if re.fullmatch(r"nginx(-\d+)?\.pid", f)
+            for pid in [_pidfile(os.path.join(RUN_DIR, f))] if pid]
+
+
 def worker_pids():
     return [pid for f in sorted(os.listdir(RUN_DIR)) if re.fullmatch(r"worker-\d+\.pid", f)
             for pid in [_pidfile(os.path.join(RUN_DIR, f))] if pid]
@@ -92,10 +98,10 @@ def cpu():
                 t += s[1] + (s[2] if pid in reaped_of else 0)
         return t / TICK
     workers = worker_pids()
-    nginx = _pidfile(os.path.join(RUN_DIR, "nginx.pid"))
+    masters = nginx_pids()
     postmaster = _pidfile(os.path.join(STATE, "pg", "postmaster.pid"))
     return (total(workers),
-            total([nginx] + _children(nginx), reaped_of=(nginx,)) if nginx else 0.0,
+            sum(total([m] + _children(m), reaped_of=(m,)) for m in masters),
             total([postmaster] + _children(postmaster), reaped_of=(postmaster,)) if postmaster else 0.0)
 
 

@@ -83,7 +83,8 @@ def cpu_snapshot():
     workers = sum(tree(_read_pid(os.path.join(RUN_DIR, f)), False)
                   for f in os.listdir(RUN_DIR) if re.fullmatch(r"worker-\d+\.pid", f))
     postgres = tree(_read_pid(os.path.join(STATE, "pg", "postmaster.pid")), True)
-    nginx = tree(_read_pid(os.path.join(RUN_DIR, "nginx.pid")), False)
+    nginx = sum(tree(_read_pid(os.path.join(RUN_DIR, f)), False)  # every instance's (NGINX_INSTANCES)
+                for f in os.listdir(RUN_DIR) if re.fullmatch(r"nginx(-\d+)?\.pid", f))
     jobs = tree(_read_pid(os.path.join(RUN_DIR, "jobs.pid")), False)
     # The change-event publisher reads and publishes every write (its PostgreSQL backend is
     # in `postgres` already); the limit's inserts notify it too, so it counts on both sides.

@@ -18,6 +18,15 @@
 #   NGINX         nginx binary whose version decides the http2 syntax
 #   NCHAN_REDIS   empty (one node: events in nginx's memory), or a Redis URL such as
 #                 redis://10.77.0.10:6379 that every node shares (Deploy/cluster)
+#   NGINX_INSTANCES  1         nginx instances (masters) that share the ports, each with one
+#                 worker process and its own nchan, so that an event's fan-out runs on
+#                 that many cores (docs/performance.md, "Two nginx instances"). Above 1,
+#                 the listen lines get "reuseport" (the kernel spreads new connections
+#                 over the instances) and the workers' kept-alive connections are shared
+#                 out between the instances (keepalive 32 in all). Render one file per
+#                 instance, each with its NGINX_INSTANCE.
+#   NGINX_INSTANCE   1         which instance this file is for: its publisher socket is
+#                 $RUN_DIR/events-publish.sock for 1, events-publish-N.sock for N > 1
 #   TRUSTED_PROXIES  ""        addresses or CIDRs of proxies in front of nginx (a load
 #                 balancer, a CDN), space separated: from them, the client address is
 #                 taken from X-Forwarded-For (the workers' rate limits and audit log use
@@ -38,6 +47,14 @@ BLOB_ROOT=${BLOB_ROOT:-/var/lib/tideway/blobs}
 NGINX=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
 NCHAN_REDIS=${NCHAN_REDIS:-}
 TRUSTED_PROXIES=${TRUSTED_PROXIES:-}
+NGINX_INSTANCES=${NGINX_INSTANCES:-1}
+NGINX_INSTANCE=${NGINX_INSTANCE:-1}
+[[ $NGINX_INSTANCES =~ ^[1-9][0-9]*$ && $NGINX_INSTANCE =~ ^[1-9][0-9]*$ ]] && ((NGINX_INSTANCE <= NGINX_INSTANCES)) ||
+    { echo "render-nginx.sh: NGINX_INSTANCE must be 1..NGINX_INSTANCES" >&2; exit 1; }
+# With Redis every instance would hold every channel, and the publisher, publishing in each,
+# would send every event twice.
+[[ -z $NCHAN_REDIS || $NGINX_INSTANCES == 1 ]] ||
+    { echo "render-nginx.sh: NCHAN_REDIS takes one nginx instance (NGINX_INSTANCES=1)" >&2; exit 1; }
 
 # "http2 on;" exists from nginx 1.25.1; older versions (Debian 12 has 1.22)
 # only know the "http2" flag of listen.
@@ -57,11 +74,19 @@ upstreams='' listen_http='' listen_https=''
 for ((i = 1; i <= WORKERS; i++)); do
     upstreams+="    server unix:$RUN_DIR/worker-$i.sock max_fails=0;"$'\n'
 done
+# Several instances bind the same ports, each its own socket (SO_REUSEPORT).
+reuseport=''
+((NGINX_INSTANCES == 1)) || reuseport=' reuseport'
 read -ra addrs <<<"$LISTEN_ADDRS" # no globbing of "*"
 for addr in "${addrs[@]}"; do
-    listen_http+="    listen $addr:$HTTP_PORT;"$'\n'
-    listen_https+="    listen $addr:$HTTPS_PORT ssl$listen_http2;"$'\n'
+    listen_http+="    listen $addr:$HTTP_PORT$reuseport;"$'\n'
+    listen_https+="    listen $addr:$HTTPS_PORT ssl$listen_http2$reuseport;"$'\n'
 done
+# Each kept-alive connection to a worker pins one of its threads: the instances share the
+# one instance's 32 between them, so that together they pin no more threads than it did.
+keepalive=$(((32 + NGINX_INSTANCES - 1) / NGINX_INSTANCES))
+publish_socket=$RUN_DIR/events-publish.sock
+((NGINX_INSTANCE == 1)) || publish_socket=$RUN_DIR/events-publish-$NGINX_INSTANCE.sock
 redis_upstream='# events: in this nginx only (NCHAN_REDIS unset)' redis_pass='# (events in memory)'
 if [[ -n $NCHAN_REDIS ]]; then
     # Accurate counts: the stream recount of `tideway events` asks for a channel's
@@ -100,6 +125,8 @@ conf=${conf//@TLS_KEY@/$TLS_KEY}
 conf=${conf//@STATIC_DIR@/$STATIC_DIR}
 conf=${conf//@BLOB_ROOT@/$BLOB_ROOT}
 conf=${conf//@RUN_DIR@/$RUN_DIR}
+conf=${conf//@KEEPALIVE@/$keepalive}
+conf=${conf//@PUBLISH_SOCKET@/$publish_socket}
 conf=${conf//@NCHAN_REDIS_UPSTREAM@/$redis_upstream}
 conf=${conf//@NCHAN_REDIS_PASS@/$redis_pass}
 conf=${conf//@REAL_IP@/${real_ip%$'\n'}}

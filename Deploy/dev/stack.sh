@@ -35,6 +35,11 @@
 #   BLOB_ROOT        photo bytes ($STATE/blobs), a folder every node reaches
 #   NCHAN_REDIS      Redis URL for nchan (Deploy/render-nginx.sh)
 #   NGINX_WORKERS    nginx worker processes (1; see nginx_conf: more crash nchan 1.3.6)
+#   NGINX_INSTANCES  nginx instances sharing the ports (SO_REUSEPORT), each one worker and
+#                    its own nchan, so an event's fan-out runs on that many cores (1;
+#                    Deploy/dev/test.sh runs 2; only 1 with NCHAN_REDIS; render-nginx.sh).
+#                    Instance 1 lives in $STATE/nginx, N in $STATE/nginx-N (pid
+#                    run/nginx[-N].pid); all log to the same files.
 #   EVENTS_LEADER    set: `tideway events` runs only while it holds the PostgreSQL
 #                    advisory lock (Deploy/cluster/leader.sh), so one node publishes
 #   PG_LISTEN, PG_TRUST_NET  (pg-up) addresses PostgreSQL listens on, and a network
@@ -51,6 +56,8 @@ STATE=${STATE:-$repo/.state/dev}
 HTTPS_PORT=${HTTPS_PORT:-8443}
 HTTP_PORT=${HTTP_PORT:-8080}
 WORKERS=${WORKERS:-2}
+# One nginx instance unless asked (the test stack runs two; with NCHAN_REDIS only one works).
+NGINX_INSTANCES=${NGINX_INSTANCES:-1}
 THREADS=${THREADS:-32}
 bin_dir=${TIDEWAY_BIN_DIR:-$repo/.build/release}
 TIDEWAY=$bin_dir/tideway
@@ -96,7 +103,7 @@ running() {
 pg_running() { [[ -d $pgdata ]] && as_pg "$pg_bin/pg_ctl" -D "$pgdata" status >/dev/null 2>&1; }
 
 make_dirs() {
-    mkdir -p "$STATE" "$run" "$logs" "$blobs" "$ngx_dir/tmp"
+    mkdir -p "$STATE" "$run" "$logs" "$blobs"
     if [[ $(id -u) == 0 ]]; then
         # postgres puts its socket and lock file in $run and writes its log.
         chown postgres: "$run"
@@ -227,11 +234,23 @@ mail_sink_up() {
 # publisher socket, so it starts after nginx; until then it retries on its own.
 events_up() {
     [[ -x $TIDEWAY ]] || return 0
-    if running "$run/supervise-events.pid" "$run/events.pid"; then return; fi
+    # Every nginx instance's publisher socket: an event is published in each. A publisher
+    # started with another list (NGINX_INSTANCES changed) is restarted.
+    local sockets=$run/events-publish.sock n
+    for ((n = 2; n <= NGINX_INSTANCES; n++)); do sockets+=":$run/events-publish-$n.sock"; done
+    if running "$run/supervise-events.pid" "$run/events.pid"; then
+        [[ $(cat "$run/events.sockets" 2>/dev/null) != "$sockets" ]] || return 0
+        say "restarting the event publisher for $NGINX_INSTANCES nginx instances"
+        local pid
+        pid=$(<"$run/supervise-events.pid")
+        kill -TERM "$pid"
+        wait_gone "$pid"
+    fi
+    printf '%s\n' "$sockets" >"$run/events.sockets"
     say "starting the event publisher${EVENTS_LEADER:+ (when it holds the leader lock)}"
     local leader=()
     [[ -z ${EVENTS_LEADER:-} ]] || leader=("$repo/Deploy/cluster/leader.sh" "$worker_db" tideway-events --)
-    TIDEWAY_DATABASE=$worker_db TIDEWAY_EVENTS_SOCKET=$run/events-publish.sock TIDEWAY_METRICS_DIR=$STATE/metrics \
+    TIDEWAY_DATABASE=$worker_db TIDEWAY_EVENTS_SOCKET=$sockets TIDEWAY_METRICS_DIR=$STATE/metrics \
         setsid "$repo/Deploy/dev/supervise.sh" "$run/events.pid" "$logs/events.log" "${leader[@]}" "$TIDEWAY" events \
         </dev/null >>"$logs/events.log" 2>&1 &
     echo $! >"$run/supervise-events.pid"
@@ -252,8 +271,15 @@ jobs_up() {
     echo $! >"$run/supervise-jobs.pid"
 }
 
+# Instance $1's folder and pid file (1: the ones a single nginx always had).
+ngx_dir_of() { if (($1 == 1)); then echo "$ngx_dir"; else echo "$ngx_dir-$1"; fi; }
+ngx_pid_of() { if (($1 == 1)); then echo "$run/nginx.pid"; else echo "$run/nginx-$1.pid"; fi; }
+
+# Writes instance $1's nginx.conf and tideway.conf into its folder.
 nginx_conf() {
-    local modules=/usr/lib/nginx/modules
+    local modules=/usr/lib/nginx/modules instance=$1 dir
+    dir=$(ngx_dir_of "$instance")
+    mkdir -p "$dir/tmp"
     {
         # nchan will carry /api/v1/sync/events.
         [[ ! -f $modules/ngx_nchan_module.so ]] || echo "load_module $modules/ngx_nchan_module.so;"
@@ -264,7 +290,7 @@ nginx_conf() {
 worker_processes ${NGINX_WORKERS:-1};
 # Change-event streams are long-lived connections: as many as this machine allows.
 worker_rlimit_nofile $(ulimit -Hn);
-pid $run/nginx.pid;
+pid $(ngx_pid_of "$instance");
 error_log $logs/nginx-error.log;
 events { worker_connections $(( $(ulimit -Hn) - 100 )); }
 http {
@@ -274,15 +300,15 @@ http {
     tcp_nopush on;
     # Buffered: one write per 64 KB or per second, not one per request.
     access_log $logs/nginx-access.log combined buffer=64k flush=1s;
-    client_body_temp_path $ngx_dir/tmp/client_body;
-    fastcgi_temp_path $ngx_dir/tmp/fastcgi;
-    proxy_temp_path $ngx_dir/tmp/proxy;
-    uwsgi_temp_path $ngx_dir/tmp/uwsgi;
-    scgi_temp_path $ngx_dir/tmp/scgi;
-    include $ngx_dir/tideway.conf;
+    client_body_temp_path $dir/tmp/client_body;
+    fastcgi_temp_path $dir/tmp/fastcgi;
+    proxy_temp_path $dir/tmp/proxy;
+    uwsgi_temp_path $dir/tmp/uwsgi;
+    scgi_temp_path $dir/tmp/scgi;
+    include $dir/tideway.conf;
 }
 CONF
-    } >"$ngx_dir/nginx.conf"
+    } >"$dir/nginx.conf"
     local listen=${LISTEN_ADDRS:-}
     if [[ -z $listen ]]; then
         listen="127.0.0.1"
@@ -292,21 +318,51 @@ CONF
     SERVER_NAME=localhost HTTPS_PORT=$HTTPS_PORT HTTP_PORT=$HTTP_PORT LISTEN_ADDRS=$listen \
         TLS_CERT=$tls/server.crt TLS_KEY=$tls/server.key RUN_DIR=$run WORKERS=$WORKERS \
         STATIC_DIR=$repo/Static BLOB_ROOT=$blobs NGINX=$nginx TRUSTED_PROXIES=${TRUSTED_PROXIES-127.0.0.1} \
-        "$repo/Deploy/render-nginx.sh" >"$ngx_dir/tideway.conf"
+        NGINX_INSTANCES=$NGINX_INSTANCES NGINX_INSTANCE=$instance \
+        "$repo/Deploy/render-nginx.sh" >"$dir/tideway.conf"
 }
 
-nginx_ctl() { "$nginx" -p "$ngx_dir/" -c "$ngx_dir/nginx.conf" -e "$logs/nginx-error.log" "$@"; }
+# nginx_ctl <instance> [nginx args]
+nginx_ctl() {
+    local dir
+    dir=$(ngx_dir_of "$1")
+    shift
+    "$nginx" -p "$dir/" -c "$dir/nginx.conf" -e "$logs/nginx-error.log" "$@"
+}
 
 nginx_up() {
-    nginx_conf
-    nginx_ctl -t -q || die "nginx rejects $ngx_dir/nginx.conf"
-    if running "$run/nginx.pid" "$ngx_dir/"; then
-        say "reloading nginx"
-        nginx_ctl -s reload
-    else
-        say "starting nginx"
-        nginx_ctl
-    fi
+    local i dir
+    # Instances past NGINX_INSTANCES, left by an earlier up with more (events_up then
+    # restarts the publisher with the new list of sockets).
+    nginx_down $((NGINX_INSTANCES + 1))
+    for ((i = 1; i <= NGINX_INSTANCES; i++)); do
+        nginx_conf "$i"
+        dir=$(ngx_dir_of "$i")
+        nginx_ctl "$i" -t -q || die "nginx rejects $dir/nginx.conf"
+        if running "$(ngx_pid_of "$i")" "$dir/"; then
+            say "reloading nginx $i"
+            nginx_ctl "$i" -s reload
+        else
+            say "starting nginx $i of $NGINX_INSTANCES"
+            nginx_ctl "$i"
+        fi
+    done
+}
+
+# Stops every running instance from number $1 on.
+nginx_down() {
+    local f i pid
+    for f in "$run/nginx.pid" "$run"/nginx-*.pid; do
+        [[ -e $f ]] || continue
+        i=${f##*/nginx} i=${i%.pid} i=${i#-} i=${i:-1}
+        ((i >= $1)) || continue
+        if running "$f" "$(ngx_dir_of "$i")/"; then
+            say "stopping nginx $i"
+            pid=$(<"$f")
+            nginx_ctl "$i" -s quit
+            wait_gone "$pid"
+        fi
+    done
 }
 
 wait_ready() {
@@ -378,12 +434,7 @@ wait_gone() {
 
 cmd_down() {
     local pid
-    if running "$run/nginx.pid" "$ngx_dir/"; then
-        say "stopping nginx"
-        pid=$(<"$run/nginx.pid")
-        nginx_ctl -s quit
-        wait_gone "$pid"
-    fi
+    nginx_down 1
     local f
     for f in "$run"/supervise-*.pid; do
         [[ -e $f ]] || continue
@@ -419,7 +470,13 @@ cmd_status() {
             say "worker $i: stopped"
         fi
     done
-    if running "$run/nginx.pid" "$ngx_dir/"; then say "nginx: running, $url"; else say "nginx: stopped"; fi
+    local n=0
+    for f in "$run/nginx.pid" "$run"/nginx-*.pid; do
+        [[ -e $f ]] || continue
+        i=${f##*/nginx} i=${i%.pid} i=${i#-} i=${i:-1}
+        if running "$f" "$(ngx_dir_of "$i")/"; then say "nginx $i: running, $url"; n=1; fi
+    done
+    ((n)) || say "nginx: stopped"
 }
 
 case ${1:-} in

@@ -13,6 +13,9 @@ export STATE=$repo/.state/test HTTPS_PORT=${TEST_HTTPS_PORT:-8543} HTTP_PORT=${T
 # port follows the HTTP port unless TEST_SMTP_PORT says otherwise.
 export SMTP_SINK_PORT=${TEST_SMTP_PORT:-$((HTTP_PORT + 25))}
 stack=$repo/Deploy/dev/stack.sh
+# Two nginx instances sharing the ports (stack.sh NGINX_INSTANCES): every test then runs
+# against the harder case, streams on either instance (Tests/EndToEnd/test_events_instances.py).
+export NGINX_INSTANCES=${NGINX_INSTANCES:-2}
 
 # A previous run may have died without cleaning up.
 [[ ! -d $STATE ]] || "$stack" down >/dev/null

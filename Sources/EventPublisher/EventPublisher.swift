@@ -13,7 +13,8 @@ import Web
 /// revocation deletes the logins' channels, which closes their streams.
 public final class EventPublisher {
     let conninfo: String
-    let nchan: NchanClient
+    /// Every nginx instance's publisher socket (one per instance).
+    let nchan: NchanInstances
     let streamCounts: StreamCountReconciler
 
     /// Per partition, the number its last event stood at: the next event carries the changes
@@ -48,12 +49,15 @@ public final class EventPublisher {
     let changesPublished = Counter(label: "tideway_events_published_total", dimensions: [("kind", "change")])
     let changesCarried = Counter(label: "tideway_events_carried_total")
 
+    /// `publishSockets`: each nginx instance's publisher socket, as `TIDEWAY_EVENTS_SOCKET`
+    /// lists them ("/run/tideway/events-publish.sock:/run/tideway/events-publish-2.sock").
     /// `recountEvery`: seconds between checks of the stream counts against nginx's.
-    public init(conninfo: String, publishSocket: String, recountEvery: Double = 30, carryBytes: Int = defaultCarryBytes) {
+    public init(conninfo: String, publishSockets: String, recountEvery: Double = 30, carryBytes: Int = defaultCarryBytes) {
+        let sockets = NchanInstances.socketPaths(publishSockets)
         self.conninfo = conninfo
         self.carryBytes = carryBytes
-        self.nchan = NchanClient(socketPath: publishSocket)
-        self.streamCounts = StreamCountReconciler(conninfo: conninfo, publishSocket: publishSocket, interval: recountEvery)
+        self.nchan = NchanInstances(socketPaths: sockets)
+        self.streamCounts = StreamCountReconciler(conninfo: conninfo, publishSockets: sockets, interval: recountEvery)
     }
 
     /// Runs until killed; reconnects to PostgreSQL and nginx after either restarts.

@@ -7,6 +7,8 @@ import TidewayJSON
 final class NchanClient {
     struct Failure: Error, CustomStringConvertible {
         let description: String
+        /// Nothing listens on the socket (no such file, or refused): that nginx is not running.
+        var notListening = false
     }
 
     let socketPath: String
@@ -99,8 +101,9 @@ final class NchanClient {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(s, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
         guard ok == 0 else {
+            let error = errno
             close(s)
-            throw Failure(description: "connect \(socketPath): errno \(errno)")
+            throw Failure(description: "connect \(socketPath): errno \(error)", notListening: error == ENOENT || error == ECONNREFUSED)
         }
         var timeout = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))

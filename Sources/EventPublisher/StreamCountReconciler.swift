@@ -19,7 +19,8 @@ import Support
 /// Unchecked Sendable: after `start()` only its own thread touches it, but for `wake`.
 final class StreamCountReconciler: @unchecked Sendable {
     let conninfo: String
-    let nchan: NchanClient
+    /// Every nginx instance's publisher: a login's streams are the sum of theirs.
+    let nchan: NchanInstances
     let interval: Double
     /// Signalled by `checkNow()`; the round waits on it.
     private let wake = DispatchSemaphore(value: 0)
@@ -27,9 +28,9 @@ final class StreamCountReconciler: @unchecked Sendable {
     /// all wrong happens about once in 65,000 (measured rates 40-60% wrong).
     static let tries = 16
 
-    init(conninfo: String, publishSocket: String, interval: Double) {
+    init(conninfo: String, publishSockets: [String], interval: Double) {
         self.conninfo = conninfo
-        self.nchan = NchanClient(socketPath: publishSocket)
+        self.nchan = NchanInstances(socketPaths: publishSockets)
         self.interval = interval
     }
 

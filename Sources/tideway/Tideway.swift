@@ -101,7 +101,7 @@ struct Events: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Publish commit notifications to nginx (nchan) as change events; runs until stopped.")
     @Option(help: "libpq connection string (default: $TIDEWAY_DATABASE).") var database: String?
-    @Option(help: "nginx's publisher socket (default: $TIDEWAY_EVENTS_SOCKET).") var socket: String?
+    @Option(help: "nginx's publisher socket, or one per nginx instance separated by \":\" (default: $TIDEWAY_EVENTS_SOCKET).") var socket: String?
     @Option(help: "Seconds between checks of the open-stream counts (presence) against nginx's.") var recountEvery: Double = 30
     @Option(help: "Most bytes of changes one event carries; bigger changes go as thin events (default: $TIDEWAY_EVENTS_CARRY_BYTES or 16384; 0: every event thin).")
     var carryBytes: Int?
@@ -109,7 +109,9 @@ struct Events: ParsableCommand {
     func run() throws {
         let env = ProcessInfo.processInfo.environment
         guard let conninfo = database ?? env["TIDEWAY_DATABASE"] else { throw ValidationError("set --database or TIDEWAY_DATABASE") }
-        guard let path = socket ?? env["TIDEWAY_EVENTS_SOCKET"] else { throw ValidationError("set --socket or TIDEWAY_EVENTS_SOCKET") }
+        guard let path = socket ?? env["TIDEWAY_EVENTS_SOCKET"], !path.split(separator: ":").isEmpty else {
+            throw ValidationError("set --socket or TIDEWAY_EVENTS_SOCKET")
+        }
         guard recountEvery > 0 else { throw ValidationError("--recount-every must be positive") }
         let carry = try carryBytes ?? env["TIDEWAY_EVENTS_CARRY_BYTES"].map {
             guard let bytes = Int($0) else { throw ValidationError("TIDEWAY_EVENTS_CARRY_BYTES: a number of bytes") }
@@ -120,7 +122,7 @@ struct Events: ParsableCommand {
         // counts their CPU apart from the workers'); an operator's PGAPPNAME wins.
         setenv("PGAPPNAME", "tideway events", 0)
         Metrics.startProcess(role: "events", config: Config())
-        EventPublisher(conninfo: conninfo, publishSocket: path, recountEvery: recountEvery, carryBytes: carry).run()
+        EventPublisher(conninfo: conninfo, publishSockets: path, recountEvery: recountEvery, carryBytes: carry).run()
     }
 }
 

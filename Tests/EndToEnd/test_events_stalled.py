@@ -17,15 +17,23 @@ from conftest import CA, STATE, URL, login, new_user
 from synclib import new_agency
 
 
-class Publisher(http.client.HTTPConnection):
-    """nginx's publisher endpoint, as `tideway events` reaches it (the run folder's socket)."""
+def publisher_sockets():
+    """Every nginx instance's publisher socket (Deploy/dev/stack.sh NGINX_INSTANCES):
+    events-publish.sock, events-publish-2.sock, ..."""
+    run = os.path.join(STATE, "run")
+    return sorted(os.path.join(run, f) for f in os.listdir(run) if re.fullmatch(r"events-publish(-\d+)?\.sock", f))
 
-    def __init__(self):
+
+class InstancePublisher(http.client.HTTPConnection):
+    """One nginx instance's publisher endpoint, as `tideway events` reaches it."""
+
+    def __init__(self, path):
         super().__init__("localhost")
+        self.path = path
 
     def connect(self):
         self.sock = socket.socket(socket.AF_UNIX)
-        self.sock.connect(os.path.join(STATE, "run/events-publish.sock"))
+        self.sock.connect(self.path)
 
     def call(self, method, channel, body=None):
         self.request(method, "/_publish/" + channel, body,
@@ -33,11 +41,27 @@ class Publisher(http.client.HTTPConnection):
         answer = self.getresponse()
         return answer.status, answer.read()
 
-
     def held(self, channel):
-        """How many streams nchan holds on the channel."""
+        """How many streams this instance's nchan holds on the channel."""
         status, body = self.call("GET", channel)
         return json.loads(body)["subscribers"] if status == 200 else 0
+
+
+class Publisher:
+    """nginx's publisher endpoints as `tideway events` uses them: a call goes to every
+    instance (its answer: the first that is not 2xx, else the first), a count is their sum."""
+
+    def __init__(self):
+        self.instances = [InstancePublisher(path) for path in publisher_sockets()]
+        assert self.instances, "no publisher socket in the run folder"
+
+    def call(self, method, channel, body=None):
+        answers = [instance.call(method, channel, body) for instance in self.instances]
+        return next((a for a in answers if not 200 <= a[0] < 300), answers[0])
+
+    def held(self, channel):
+        """How many streams nchan holds on the channel, over every instance."""
+        return sum(instance.held(channel) for instance in self.instances)
 
 
 def open_stream(token, partition, receive_buffer=None):

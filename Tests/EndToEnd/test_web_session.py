@@ -227,7 +227,8 @@ def http_port_of_stack():
     with open(os.path.join(STATE, "nginx", "tideway.conf")) as f:
         conf = f.read()
     server = conf.split("server {")[1]
-    return re.search(r"listen\s+[^;]*?:(\d+)\s*;", server).group(1)
+    # "listen 127.0.0.1:8180;", or "... reuseport;" when several nginx instances share it.
+    return re.search(r"listen\s+\S*?:(\d+)[\s;]", server).group(1)
 
 
 def test_real_browser_signs_in_and_out():
