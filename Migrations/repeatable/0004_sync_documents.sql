@@ -171,7 +171,15 @@ $do$;
 
 -- Takes the partition's clock for this transaction (see the top of 0004_sync_documents.sql) and
 -- announces the change once the transaction commits (NOTIFY is delivered at commit).
-create or replace function app.tick(p text) returns bigint
+--
+-- The notification (`tideway_changes`) names the partition and, when the caller gives it, the
+-- collection of the change: `partition/collection` ('/' is in no partition's grammar), else
+-- the partition alone. Every listener takes the partition part (ChangeNotice.swift); the event
+-- publisher reads only the named collection's changes, and all of them when none is named
+-- (docs/performance.md, "The publisher's read narrowed to the changed collection"). PostgreSQL
+-- sends one notification per distinct payload per transaction.
+drop function if exists app.tick(text);
+create or replace function app.tick(p text, collection text default null) returns bigint
 language plpgsql security definer set search_path = app, pg_temp as $$
 declare
     next_seq bigint;
@@ -179,7 +187,7 @@ begin
     insert into app.partition_clocks as c (partition, seq) values (p, 1)
         on conflict (partition) do update set seq = c.seq + 1
         returning seq into next_seq;
-    perform pg_notify('tideway_changes', p);
+    perform pg_notify('tideway_changes', concat_ws('/', p, collection));
     return next_seq;
 end
 $$;
@@ -194,8 +202,10 @@ $$;
 -- the general statement below (a hash aggregate, a window, two joins) cost ~0.1 ms of
 -- executor set-up and run per call whatever its size, a third of it the upsert
 -- (docs/performance.md, "A lone push's fixed cost, seventh round"). Same numbers: the
--- i-th of k changes gets the clock's new value - k + i.
-create or replace function app.ticks(ps text[]) returns bigint[]
+-- i-th of k changes gets the clock's new value - k + i. `collection`: that of every change, for
+-- the notification (app.tick).
+drop function if exists app.ticks(text[]);
+create or replace function app.ticks(ps text[], collection text default null) returns bigint[]
 language plpgsql security definer set search_path = app, pg_temp as $$
 declare
     result bigint[];
@@ -206,7 +216,7 @@ begin
         insert into app.partition_clocks as c (partition, seq) values (ps[1], k)
             on conflict (partition) do update set seq = c.seq + excluded.seq
             returning c.seq into last;
-        perform pg_notify('tideway_changes', ps[1]);
+        perform pg_notify('tideway_changes', concat_ws('/', ps[1], collection));
         if k = 1 then
             return array[last];
         end if;
@@ -222,7 +232,7 @@ begin
               from unnest(ps) with ordinality as t(p, n)
               join wanted w on w.p = t.p
               join taken c on c.partition = t.p) x;
-    perform pg_notify('tideway_changes', p) from (select distinct t.p from unnest(ps) as t(p)) as d(p);
+    perform pg_notify('tideway_changes', concat_ws('/', d.p, collection)) from (select distinct t.p from unnest(ps) as t(p)) as d(p);
     return result;
 end
 $$;

@@ -55,13 +55,13 @@ declare
         when %1$L then
             if op = 'insert' then
                 update sync.%2$I
-                   set doc = new_doc, deleted = false, seq = app.tick(p), version = version + 1,
+                   set doc = new_doc, deleted = false, seq = app.tick(p, %1$L), version = version + 1,
                        updated_at = now(), updated_by = app.uid()
                  where id = doc_id and partition = p
                 returning version into new_version;
                 if new_version is null then
                     insert into sync.%2$I as t (id, partition, doc, seq, updated_by)
-                    values (doc_id, p, new_doc, app.tick(p), app.uid())
+                    values (doc_id, p, new_doc, app.tick(p, %1$L), app.uid())
                     on conflict (id) do update
                        set doc = excluded.doc, deleted = false, seq = excluded.seq, version = t.version + 1,
                            updated_at = now(), updated_by = excluded.updated_by
@@ -73,7 +73,7 @@ declare
                 end if;
             else
                 update sync.%2$I
-                   set doc = stored, deleted = (stored is null), seq = app.tick(p), version = version + 1,
+                   set doc = stored, deleted = (stored is null), seq = app.tick(p, %1$L), version = version + 1,
                        updated_at = now(), updated_by = app.uid()
                  where id = doc_id and partition = p and not deleted and (expected_version is null or version = expected_version)
                 returning version into new_version;
@@ -284,7 +284,7 @@ declare
                 with w as (
                     insert into sync.%2$I as t (id, partition, doc, seq, updated_by)
                     select d.id, d.p, docs -> (d.n::integer - 1), d.seq, app.uid()
-                      from unnest(ids, partitions, app.ticks(partitions)) with ordinality as d(id, p, seq, n)
+                      from unnest(ids, partitions, app.ticks(partitions, %1$L)) with ordinality as d(id, p, seq, n)
                      order by d.n
                     on conflict (id) do nothing
                     returning t.id, t.version),

@@ -108,15 +108,32 @@ public final class EventPublisher {
             }
             let received = DispatchTime.now()
             // Every change of a batch committed before the batch arrived, so before the
-            // snapshot that read its partition's first one: one read per partition covers it.
-            var read: Set<String> = []
-            for note in try connection.notifications() {
+            // snapshot that read its partition's first one: one read per partition covers it,
+            // that of every collection the batch named for it (nil: one named none).
+            let notes = try connection.notifications()
+            var changed: [String: Set<String>] = [:]  // per partition, the collections named
+            var whole: Set<String> = []  // the partitions a notification named no collection of
+            for note in notes where note.channel == "tideway_changes" {
+                let notice = ChangeNotice(payload: note.payload)
+                changed[notice.partition, default: []].formUnion(notice.collection.map { [$0] } ?? [])
+                if notice.collection == nil { whole.insert(notice.partition) }
+            }
+            for note in notes {
                 if note.channel == "tideway_streams_check" {
                     streamCounts.checkNow()
                     continue
                 }
-                if note.channel == "tideway_changes" && !read.insert(note.payload).inserted { continue }
-                publish(note.channel, note.payload)
+                if note.channel == "tideway_changes" {
+                    let partition = ChangeNotice(payload: note.payload).partition
+                    guard let collections = changed.removeValue(forKey: partition) else { continue }
+                    do {
+                        try publishChange(partition, collections: whole.contains(partition) ? nil : collections)
+                    } catch {
+                        noteLost(error)
+                    }
+                } else {
+                    publish(note.channel, note.payload)
+                }
                 // Lag: from reading the notification (delivered at commit) to nginx's answer.
                 publishLag.recordSeconds(Double(DispatchTime.now().uptimeNanoseconds - received.uptimeNanoseconds) / 1e9)
             }
@@ -213,13 +230,14 @@ public final class EventPublisher {
     /// A change of `partition`: the changes since its last event, read in one snapshot with
     /// the revocations not handled yet (closed first, so that no stream of a login that lost
     /// the partition before these changes receives them), or a thin event.
-    func publishChange(_ partition: String) throws {
+    /// `collections`: those the notifications named (nil: any may have changed).
+    func publishChange(_ partition: String, collections: Set<String>?) throws {
         guard carryBytes > 0, let parsed = Partition(partition) else { return publishThin(partition) }
         let since = published[partition]
         let (clock, carried, start): (Int64, EventChanges.Carried?, Row?)
         do {
             (clock, carried, start) = try EventChanges.read(
-                readerConnection(), partition: parsed, since: since, revocationsAfter: revocationsHandled,
+                readerConnection(), partition: parsed, collections: collections, since: since, revocationsAfter: revocationsHandled,
                 maxChanges: Self.maxCarriedChanges, maxBytes: carryBytes, key: cursorKey)
         } catch {
             Log.warning("events: cannot read \(partition)'s changes: \(error); publishing a thin event")
@@ -292,8 +310,6 @@ public final class EventPublisher {
     func publish(_ channel: String, _ payload: String) {
         do {
             switch channel {
-            case "tideway_changes":
-                try publishChange(payload)
             case "tideway_revoked":
                 // The recorded revocations, so that the next change's read does not close the
                 // same streams again (their reconnects); the payload when they cannot be read.

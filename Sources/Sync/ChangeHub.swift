@@ -3,8 +3,8 @@ import Foundation
 import Synchronization
 
 /// Commit notifications for this worker process. One thread LISTENs on its own connection
-/// (`tideway_changes`, payload: the partition) and wakes long polls waiting for those
-/// partitions. Waiting holds a FastCGI thread but no database connection, and only
+/// (`tideway_changes`, payload: the partition, maybe with a collection: ChangeNotice) and
+/// wakes long polls waiting for those partitions. Waiting holds a FastCGI thread but no database connection, and only
 /// `capacity` requests may wait at once, so ordinary requests always find a thread.
 ///
 /// It also keeps what this worker's pulls saw of each partition's clock (`saw`), so that a
@@ -246,7 +246,7 @@ public final class ChangeHub: @unchecked Sendable {
 
     private func deliver(_ notes: [(channel: String, payload: String)]) {
         for note in notes {
-            if note.channel == "tideway_auth" { auth.invalidate() } else { notify(note.payload) }
+            if note.channel == "tideway_auth" { auth.invalidate() } else { notify(ChangeNotice(payload: note.payload).partition) }
         }
     }
 }

@@ -1,3 +1,4 @@
+import CoreMetrics
 import Database
 
 /// What a change event of one partition carries (sync-protocol.md, "Change events"): the
@@ -48,14 +49,25 @@ public enum EventChanges {
     /// thin: no `since` (nothing published yet), the reader may not read it, a compaction
     /// passed `since`, or more than `maxChanges` changes or `maxBytes` bytes of them.
     /// `start`: the opening statement's row (the revocations past id `handled`).
-    public static func read(_ connection: Connection, partition: Partition, since: Int64?, revocationsAfter handled: Int64,
-                            maxChanges: Int, maxBytes: Int, key: [UInt8]) throws -> (clock: Int64, carried: Carried?, start: Row?) {
+    ///
+    /// `collections`: those the notifications named (ChangeNotice), nil when one named none.
+    /// When they are one collection of a kind that has several, only its branch of the union
+    /// is read (`narrowed`). What was read is then all the partition's changes after `since`
+    /// only if its rows hold every number from `since` to the clock: each number is taken
+    /// for the changes of one statement, of one table (app.tick, app.ticks), so no other
+    /// collection can have a change there. A number missing from them may be another
+    /// collection's change whose notification is still on its way (committed after this
+    /// batch of notifications was read, before this snapshot), or a document changed again
+    /// since: the whole partition is then read again, as without a collection.
+    public static func read(_ connection: Connection, partition: Partition, collections: Set<String>? = nil, since: Int64?,
+                            revocationsAfter handled: Int64, maxChanges: Int, maxBytes: Int,
+                            key: [UInt8]) throws -> (clock: Int64, carried: Carried?, start: Row?) {
         let name = partition.description
         let from = Cursor.after(since ?? 0)
-        let results = try connection.pipeline([
-            start(of: name, revocationsAfter: handled),
-            PullQuery.changes(of: partition, after: from, limit: maxChanges + 1),
-        ])
+        let narrowed = collections.flatMap { only($0, of: partition.kind) }
+        let changes = narrowed.map { PullQuery.changes(of: partition, in: $0, after: from, limit: maxChanges + 1) }
+            ?? PullQuery.changes(of: partition, after: from, limit: maxChanges + 1)
+        let results = try connection.pipeline([start(of: name, revocationsAfter: handled), changes])
         let rows = results[1].rows
         let status = results[0].rows.first
         let clock = status?.int64("seq") ?? 0
@@ -65,8 +77,37 @@ public enum EventChanges {
         guard let since, status?.bool("readable") == true, compacted <= since,
               let page = PullPage(status: status, rows: rows, after: after, limit: maxChanges), !page.more,
               page.changes.reduce(0, { $0 + $1.utf8.count + 1 }) <= maxBytes
-        else { return (clock, nil, status) }
+        else {
+            // Thin whatever the other collections hold: too many or too big already, or not
+            // for these cursors.
+            (narrowed == nil ? readAll : readOne).increment()
+            return (clock, nil, status)
+        }
+        if narrowed != nil {
+            guard Int64(Set(rows.compactMap { $0.int64("seq") }).count) == clock - since else {
+                widened.increment()
+                return try read(connection, partition: partition, collections: nil, since: since, revocationsAfter: handled,
+                                maxChanges: maxChanges, maxBytes: maxBytes, key: key)
+            }
+            readOne.increment()
+        } else {
+            readAll.increment()
+        }
         return (clock, Carried(after: after.encode(partition: name, key: key), cursor: page.next.encode(partition: name, key: key),
                                changes: page.changes), status)
     }
+
+    /// The one collection of `collections`, when it is one of several of `kind`'s (a kind
+    /// of one collection reads that one anyway).
+    static func only(_ collections: Set<String>, of kind: Partition.Kind) -> SyncCollection? {
+        guard collections.count == 1, kind.collections.count > 1, let name = collections.first,
+              let collection = SyncCollection(rawValue: name), collection.partitionKind == kind else { return nil }
+        return collection
+    }
+
+    /// Reads of one collection's branch, of the whole partition, and of one collection's
+    /// that had to be read again whole (`read`).
+    static let readOne = Counter(label: "tideway_event_reads_total", dimensions: [("read", "collection")])
+    static let readAll = Counter(label: "tideway_event_reads_total", dimensions: [("read", "partition")])
+    static let widened = Counter(label: "tideway_event_reads_total", dimensions: [("read", "widened")])
 }

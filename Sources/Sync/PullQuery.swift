@@ -48,22 +48,37 @@ enum PullQuery {
             binds: [partition.description, String(cursor.seq), cursor.collection, cursor.id, String(limit)]).reused()
     }
 
+    /// The same, of one collection of the partition's kind only: one branch. The event
+    /// publisher reads a change of one collection this way (EventChanges says when that is
+    /// all the partition's changes).
+    static func changes(of partition: Partition, in collection: SyncCollection, after cursor: Cursor, limit: Int) -> SQL {
+        SQL(unsafeSQL: collectionChangesText[collection]!,
+            binds: [partition.description, String(cursor.seq), cursor.collection, cursor.id, String(limit)]).reused()
+    }
+
     private static let changesText: [Partition.Kind: String] = Dictionary(uniqueKeysWithValues: Partition.Kind.allCases.map {
-        ($0, """
+        ($0, text(of: $0.collections))
+    })
+
+    private static let collectionChangesText: [SyncCollection: String] = Dictionary(uniqueKeysWithValues: SyncCollection.allCases.map {
+        ($0, text(of: [$0]))
+    })
+
+    private static func text(of collections: [SyncCollection]) -> String {
+        """
         select seq, coll, id,
                '{"collection":"' || coll || '","id":' || to_json(id)::text ||
                case when deleted then ',"op":"delete"}' else ',"op":"upsert","doc":' || doc::text || '}' end as body
-          from (\(after(in: $0))) changes
+          from (\(after(in: collections))) changes
          order by seq, coll collate "C", id collate "C"
          limit $5
-        """)
-    })
+        """
+    }
 
-    /// One branch per collection of the kind: `seq, coll, id, deleted, doc` of a partition's
-    /// changes after a cursor ($1 the partition; $2, $3, $4 the cursor's number, collection
-    /// and id).
-    private static func after(in kind: Partition.Kind) -> String {
-        kind.collections.map { collection in
+    /// One branch per collection: `seq, coll, id, deleted, doc` of a partition's changes
+    /// after a cursor ($1 the partition; $2, $3, $4 the cursor's number, collection and id).
+    private static func after(in collections: [SyncCollection]) -> String {
+        collections.map { collection in
             let coll = "'\(collection.rawValue)'"
             return """
                 select seq, \(coll) as coll, id, deleted, doc

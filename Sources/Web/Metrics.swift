@@ -23,6 +23,7 @@ public enum Metrics {
         "tideway_event_publish_errors_total": (.counter, "Events the publisher could not hand to nginx."),
         "tideway_event_publish_lag_seconds": (.histogram, "From the publisher's receipt of a change notification to nginx accepting its event."),
         "tideway_events_caught_up_total": (.counter, "Partitions announced at publisher start because they changed while no publisher listened."),
+        "tideway_event_reads_total": (.counter, "The publisher's reads of what a change event carries, by what they read (collection: the one collection notified; partition: all; widened: a collection's read again whole)."),
         "tideway_jobs_run_total": (.counter, "Jobs the job runner finished, by outcome (done, retry, failed)."),
         "tideway_jobs_queued": (.gauge, "Pending jobs in the queue (from the database at scrape time)."),
         "tideway_jobs_oldest_age_seconds": (.gauge, "Age of the oldest pending job, 0 when none (from the database at scrape time)."),
