@@ -49,15 +49,13 @@ public final class EventPublisher {
     let changesPublished = Counter(label: "tideway_events_published_total", dimensions: [("kind", "change")])
     let changesCarried = Counter(label: "tideway_events_carried_total")
 
-    /// `publishSockets`: each nginx instance's publisher socket, as `TIDEWAY_EVENTS_SOCKET`
-    /// lists them ("/run/tideway/events-publish.sock:/run/tideway/events-publish-2.sock").
+    /// `publishSockets`: each nginx instance's publisher socket, at least one.
     /// `recountEvery`: seconds between checks of the stream counts against nginx's.
-    public init(conninfo: String, publishSockets: String, recountEvery: Double = 30, carryBytes: Int = defaultCarryBytes) {
-        let sockets = NchanInstances.socketPaths(publishSockets)
+    public init(conninfo: String, publishSockets: [String], recountEvery: Double = 30, carryBytes: Int = defaultCarryBytes) {
         self.conninfo = conninfo
         self.carryBytes = carryBytes
-        self.nchan = NchanInstances(socketPaths: sockets)
-        self.streamCounts = StreamCountReconciler(conninfo: conninfo, publishSockets: sockets, interval: recountEvery)
+        self.nchan = NchanInstances(socketPaths: publishSockets)
+        self.streamCounts = StreamCountReconciler(conninfo: conninfo, publishSockets: publishSockets, interval: recountEvery)
     }
 
     /// Runs until killed; reconnects to PostgreSQL and nginx after either restarts.

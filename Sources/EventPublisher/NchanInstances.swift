@@ -15,11 +15,6 @@ final class NchanInstances {
         clients = socketPaths.map { NchanClient(socketPath: $0) }
     }
 
-    /// The list `TIDEWAY_EVENTS_SOCKET` holds: paths separated by ":" (as in PATH).
-    static func socketPaths(_ list: String) -> [String] {
-        list.split(separator: ":").map(String.init)
-    }
-
     /// Sends to every instance, even after one failed (its streams miss this event; the
     /// others' need not), then throws the first failure: a delete that failed anywhere is
     /// not handled, and is sent again to all (a channel already gone answers 404).

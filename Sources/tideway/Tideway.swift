@@ -109,7 +109,9 @@ struct Events: ParsableCommand {
     func run() throws {
         let env = ProcessInfo.processInfo.environment
         guard let conninfo = database ?? env["TIDEWAY_DATABASE"] else { throw ValidationError("set --database or TIDEWAY_DATABASE") }
-        guard let path = socket ?? env["TIDEWAY_EVENTS_SOCKET"], !path.split(separator: ":").isEmpty else {
+        // One socket per nginx instance, separated by ":" as in PATH.
+        guard let sockets = (socket ?? env["TIDEWAY_EVENTS_SOCKET"]).map({ $0.split(separator: ":").map(String.init) }),
+              !sockets.isEmpty else {
             throw ValidationError("set --socket or TIDEWAY_EVENTS_SOCKET")
         }
         guard recountEvery > 0 else { throw ValidationError("--recount-every must be positive") }
@@ -122,7 +124,7 @@ struct Events: ParsableCommand {
         // counts their CPU apart from the workers'); an operator's PGAPPNAME wins.
         setenv("PGAPPNAME", "tideway events", 0)
         Metrics.startProcess(role: "events", config: Config())
-        EventPublisher(conninfo: conninfo, publishSockets: path, recountEvery: recountEvery, carryBytes: carry).run()
+        EventPublisher(conninfo: conninfo, publishSockets: sockets, recountEvery: recountEvery, carryBytes: carry).run()
     }
 }
 
