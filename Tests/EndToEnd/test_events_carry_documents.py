@@ -113,18 +113,24 @@ def writer_listening_to_a_new_agency():
     return partition, writer, stream
 
 
-def test_a_big_change_arrives_thin():
-    partition, writer, stream = writer_listening_to_a_new_agency()
-    # More changes in one commit than an event carries (50; more than 16 KB also goes thin).
+def big_push_arrives_thin_and_the_next_carries(writer, partition, stream):
+    """Pushes more reports in one commit than an event carries (50; more than 16 KB also goes
+    thin): their event is thin, and the next small change's event carries it again, from where
+    the thin event left clients. Returns that event."""
     ids = [uuid.uuid4().hex[:24] for _ in range(60)]
     results = writer.push(*[change("insert", "reports", partition, rid, doc_for("reports", rid)) for rid in ids])
     assert {r["status"] for r in results} == {"applied"}
     event, _ = events_until(stream, partition)
     assert event == {"partition": partition}, event
-    # and the next small change carries again, from where the thin event left clients
     small = report(writer, partition)
     event, _ = events_until(stream, small)
     assert event is not None and [c["id"] for c in event["changes"]] == [small]
+    return event
+
+
+def test_a_big_change_arrives_thin():
+    partition, writer, stream = writer_listening_to_a_new_agency()
+    big_push_arrives_thin_and_the_next_carries(writer, partition, stream)
     stream.close()
 
 

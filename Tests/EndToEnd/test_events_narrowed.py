@@ -14,7 +14,8 @@ import psycopg2
 from conftest import admin_db, new_user
 from synclib import Client, Replica, change, doc_for, server_state
 from test_events import Stream, wait_until_subscribed
-from test_events_carry_documents import events_until, report, writer_listening_to_a_new_agency
+from test_events_carry_documents import (big_push_arrives_thin_and_the_next_carries, events_until, report,
+                                         writer_listening_to_a_new_agency)
 
 
 def notifications(conn, timeout=5):
@@ -101,14 +102,7 @@ def test_too_many_changes_of_the_notified_collection_arrive_thin_and_the_next_ca
     partition, writer, stream = writer_listening_to_a_new_agency()
     try:
         other = silent_change(partition, "mpas", "mpas")
-        ids = [uuid.uuid4().hex[:24] for _ in range(60)]
-        results = writer.push(*[change("insert", "reports", partition, rid, doc_for("reports", rid)) for rid in ids])
-        assert {r["status"] for r in results} == {"applied"}
-        event, _ = events_until(stream, partition)
-        assert event == {"partition": partition}, event
-        small = report(writer, partition)
-        event, _ = events_until(stream, small)
-        assert event is not None and [c["id"] for c in event["changes"]] == [small]
+        event = big_push_arrives_thin_and_the_next_carries(writer, partition, stream)
         assert_is_the_pull(writer.client, partition, event)
         assert ("mpas", other) in server_state(partition)
     finally:
