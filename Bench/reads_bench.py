@@ -505,9 +505,10 @@ def bench_blob(api):
         os.unlink(f.name)
         os.unlink(static_path)
     machine = lambda r: r["cpu"] + r["client"]
+    pairs = lambda ratios: dict(median=med(ratios), low=min(ratios), high=max(ratios))
     return dict(static=med(s["rps"] for s in statics), down=med(d["rps"] for d in downs),
-                ratio=med(d["rps"] / s["rps"] for d, s in zip(downs, statics)),
-                machine_ratio=med(machine(s) / machine(d) for d, s in zip(downs, statics)),
+                ratio=pairs([d["rps"] / s["rps"] for d, s in zip(downs, statics)]),
+                machine_ratio=pairs([machine(s) / machine(d) for d, s in zip(downs, statics)]),
                 static_cpu=med(s["cpu"] for s in statics), down_cpu=med(d["cpu"] for d in downs),
                 static_client=med(s["client"] for s in statics), down_client=med(d["client"] for d in downs),
                 down_parts=tuple(med(d["parts"][i] for d in downs) for i in range(3)),
@@ -556,6 +557,7 @@ def main():
     def aim(ok):
         return "met" if ok else "MISSED"
     ms = lambda s: f"{s * 1000:.1f} ms"
+    spread = lambda r: f"{100 * r['median']:.0f}% ({100 * r['low']:.0f}-{100 * r['high']:.0f}%)"
     rows = []
     if full:
         rows += [
@@ -603,7 +605,7 @@ def main():
         rows += [
             ("blob download 2 MB, 16 conns", f"{blob['down']:.0f}/s; CPU {ms(blob['down_cpu'])}",
              f"nginx static {blob['static']:.0f}/s; CPU {ms(blob['static_cpu'])}",
-             f"{100 * blob['ratio']:.0f}% (pairs' median)", f">= 90% {aim(blob['ratio'] >= 0.9)}"
+             spread(blob["ratio"]), f">= 90% {aim(blob['ratio']['median'] >= 0.9)} (the pairs' median)"
              + (f" ({blob['bad']} errors)" if blob["bad"] else "")),
             (f"  its CPU: workers / nginx / PostgreSQL", " / ".join(ms(p) for p in blob["down_parts"]), "", "", ""),
             # Server and client share the machine's cores, so on a machine nothing else loads the
@@ -611,7 +613,7 @@ def main():
             # with other load than the rates do (docs/performance.md, "Blobs, fifth round").
             (f"  machine CPU (server + wrk) per request", f"{ms(blob['down_cpu'] + blob['down_client'])}",
              f"{ms(blob['static_cpu'] + blob['static_client'])}",
-             f"{100 * blob['machine_ratio']:.0f}% (pairs' median)", ""),
+             spread(blob["machine_ratio"]), ""),
         ]
     print()
     print(f"{'path':44} | {'Tideway':44} | {'limit (same run)':36} | {'ratio':20} | aim")
