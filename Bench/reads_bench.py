@@ -5,7 +5,7 @@ CPU per operation from the processes' own counters (/proc/<pid>/stat utime+stime
 workers, nginx and every PostgreSQL process, the postmaster's reaped children included).
 Bounded in count and time; prints one table; never fails on numbers. BENCH_PATHS (below)
 measures only some paths, for before/after runs of one change (run it directly, with the
-variables Bench/22-reads.sh sets; BENCH_PATHS=blob alone also prints each round)."""
+variables Bench/22-reads.sh sets; BENCH_PATHS=blob alone also prints each pair of legs)."""
 import base64
 import json
 import os
