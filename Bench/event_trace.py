@@ -215,10 +215,7 @@ def read_log(offset):
 
 def main():
     api = rb.Api()
-    sub = rb.Subscriber(api.token)
-    sub.start()
-    time.sleep(0.5)
-    writer = rb.Api()
+    sub, writer = rb.subscribed(api)
     cursor = rb.current(api, None)
     procs = groups()
     postmaster = procs["pg"][0]
