@@ -65,9 +65,8 @@ def main():
     def backend(variant):
         return backends[database(variant)]
 
-    def run_ns(variant):  # the backend's time on a CPU so far (/proc/<pid>/schedstat, nanoseconds)
-        with open(f"/proc/{backend(variant)[2]}/schedstat") as f:
-            return int(f.read().split()[0])
+    def run_ns(variant):  # the backend's time on a CPU so far
+        return wb.run_ns(backend(variant)[2])
 
     def push(variant, n):
         conn, cur, _, _, names = backend(variant)
