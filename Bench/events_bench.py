@@ -281,6 +281,14 @@ def nginx_worker_files():
     return counts
 
 
+def comm(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
 def parent(pid):
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -321,7 +329,27 @@ def cpu_seconds():
              "publisher": family(pid_in(os.path.join(run, "events.pid"))),
              "jobs": family(pid_in(os.path.join(run, "jobs.pid"))),
              "subscribers": sum(t[1] for t in table.values() if t[0] == str(os.getpid()))}
+    if NETNS:  # the clients' kernel: their end of the veth pair polled by its thread (Bench/veth_clients.py)
+        ticks["clients' kernel"] = sum(t[1] for pid, t in table.items() if comm(pid).startswith(f"napi/{NETNS[:11]}-c"))
     return {part: n / os.sysconf("SC_CLK_TCK") for part, n in ticks.items()}
+
+
+def nginx_schedstat():
+    """(ns on a core, ns runnable but waiting for one) so far, summed over every nginx
+    instance's worker processes (/proc/<pid>/schedstat): how much of a fan-out's time nginx
+    spent working and how much queued behind other processes."""
+    run = os.path.join(STATE, "run")
+    masters = [open(os.path.join(run, f)).read().strip() for f in os.listdir(run) if NGINX_PID.fullmatch(f)]
+    ran = waited = 0
+    for pid in os.listdir("/proc"):
+        if pid.isdigit() and parent(pid) in masters:
+            try:
+                with open(f"/proc/{pid}/schedstat") as f:
+                    on_cpu, queued, _ = map(int, f.read().split())
+            except (OSError, ValueError):
+                continue
+            ran, waited = ran + on_cpu, waited + queued
+    return ran, waited
 
 
 def subscribers_policy(policy):
@@ -443,12 +471,13 @@ def main():
             writer[agency].get(URL + "/api/v1/me").raise_for_status()
         if SCHED == "idle":
             subscribers_policy(os.SCHED_IDLE)
-        cpu_before = cpu_seconds()
+        cpu_before, sched_before = cpu_seconds(), nginx_schedstat()
         for n in range(EVENTS):
             agency = AGENCIES[n % len(AGENCIES)]
             sends.append(push(writer[agency], agency))
             time.sleep(1.5)
         cpu = {part: t - cpu_before[part] for part, t in cpu_seconds().items()}
+        nginx_ran, nginx_waited = (after - before for after, before in zip(nginx_schedstat(), sched_before))
         pushed_nginx = rss_kb("nginx")
         time.sleep(3)  # the last event's stragglers
         subscribers_policy(os.SCHED_OTHER)  # they read what the pushes left, then end
@@ -480,11 +509,11 @@ def main():
                 continue
             i = next((by_report[x] for x in ids if x in by_report), None)
             if i is None and not ids:
-                thin += 1
                 i = max((n for n, (sent, _, _) in enumerate(sends) if sent <= arrived), default=None)
             if i is None or not carries(line, AGENCIES[i % len(AGENCIES)], sends[i][2]):
-                wrong += 1
+                wrong += 1  # e.g. the publisher's thin catch-up events from before the pushes
                 continue
+            thin += not ids
             windows[i].append((read, arrived))
     read_sent, read_answered, socket_sent, socket_answered = [], [], [], []
     # Per push: from the push being sent to the first stream's socket (the write, the
@@ -524,16 +553,20 @@ def main():
           f"from its answer: p50 {pct(socket_answered, .5):.1f} ms, p99 {pct(socket_answered, .99):.1f} ms")
     print(f"  per push (median of {len(first_socket)}): the first stream's socket {statistics.median(first_socket or [float('nan')]):.1f} ms "
           f"after the push was sent, the last one {statistics.median(fan_socket or [float('nan')]):.1f} ms after the first (nginx's fan-out)")
-    server = sum(t for part, t in cpu.items() if part != "subscribers")
+    clients = ("subscribers", "clients' kernel")
+    server = sum(t for part, t in cpu.items() if part not in clients)
     print(f"CPU over the {EVENTS} pushes ({EVENTS * 1.5:.0f} s): server {server:.2f} s ("
-          + ", ".join(f"{part} {t:.2f}" for part, t in cpu.items() if part != "subscribers")
+          + ", ".join(f"{part} {t:.2f}" for part, t in cpu.items() if part not in clients)
           + f"); the {PROCESSES} subscriber processes {cpu['subscribers']:.2f} s "
-          f"({cpu['subscribers'] / max(server + cpu['subscribers'], 1e-9):.0%} of the two)")
+          f"({cpu['subscribers'] / max(server + cpu['subscribers'], 1e-9):.0%} of the two)"
+          + (f", their kernel's receive thread {cpu[clients[1]]:.2f} s" if clients[1] in cpu else ""))
     # Each nginx instance writes an event to each of its streams one after another in its one
     # worker process, so this figure times the last stream of a fan-out (2,500 × it on a free
     # core with one instance; about half that on each of two cores with two).
     print(f"nginx CPU per event written to a stream: {cpu['nginx'] / max(len(read_sent), 1) * 1e6:.1f} µs "
           f"({len(read_sent)} written; the streams' keep-alive comments in the window count too)")
+    print(f"nginx's workers over the pushes: {nginx_ran / 1e6:.0f} ms on a core, {nginx_waited / 1e6:.0f} ms runnable but "
+          f"waiting for one ({nginx_waited / 1e6 / EVENTS:.1f} ms per push; the scheduler's counters)")
     if os.environ.get("EVENTS_LATENCY_ONLY"):
         return
 
