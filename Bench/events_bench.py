@@ -11,9 +11,10 @@ processes hold the streams (4), EVENTS_PUSHES how many pushes are timed (10).
 The subscribers are the load generator, on the server's two cores: over the pushes they run
 at the scheduler's idle policy (SCHED_IDLE), so that they take a core only when no server
 process wants it, as clients on other machines would (EVENTS_SUBSCRIBERS_SCHED=normal: as
-any process; they connect as any process either way). Their reads are late then, the sockets' receive times are not: the kernel stamps
-those when nginx's write arrives. Every event counted is checked: it must name its push's
-partition and carry its change (or be thin). The writers push on kept-alive connections, as
+any process; they connect as any process either way). Their reads are late then, the
+sockets' receive times are not: the kernel stamps those when nginx's write arrives. Every
+event counted is checked: it must name its push's partition and carry its report with the
+pushed content (or be thin). The writers push on kept-alive connections, as
 devices do (a new TLS handshake per push was timed as part of the write before).
 EVENTS_NETNS=<name> EVENTS_ADDRESS=<ip>: the subscriber processes join that network
 namespace (ip netns) and connect to that address (e.g. over a veth pair), so that the
@@ -425,14 +426,16 @@ def push(writer, agency):
 
 def carries(line, agency, report):
     """Whether an event's data line is the event of this push: its agency's partition, and
-    either carrying the pushed report or thin (the partition alone: a pull would fetch it)."""
+    either carrying the pushed report with its content or thin (the partition alone: a pull
+    would fetch it)."""
     try:
         event = json.loads(line[5:])
     except ValueError:
         return False
     if event.get("partition") != f"agency={agency}":
         return False
-    return "changes" not in event or any(c.get("id") == report for c in event["changes"])
+    return "changes" not in event or any(
+        c.get("id") == report and c.get("doc", {}).get("vessel", {}).get("name") == "Bench" for c in event["changes"])
 
 
 def main():
