@@ -6,9 +6,23 @@ when it reached the subscriber's socket (the kernel's receive time, SO_TIMESTAMP
 has written it; the server's part, though still on cores the subscribers share), with the CPU
 of the server's processes and of the subscribers' over the pushes. EVENTS_LATENCY_ONLY=1
 stops after the latency (no recount or fan-out phase); EVENTS_PROCESSES sets how many
-processes hold the streams (4), EVENTS_PUSHES how many pushes are timed (10)."""
+processes hold the streams (4), EVENTS_PUSHES how many pushes are timed (10).
+
+The subscribers are the load generator, on the server's two cores: over the pushes they run
+at the scheduler's idle policy (SCHED_IDLE), so that they take a core only when no server
+process wants it, as clients on other machines would (EVENTS_SUBSCRIBERS_SCHED=normal: as
+any process; they connect as any process either way). Their reads are late then, the
+sockets' receive times are not: the kernel stamps those when nginx's write arrives. Every
+event counted is checked: it must name its push's partition and carry its report with the
+pushed content (or be thin). The writers push on kept-alive connections, as
+devices do (a new TLS handshake per push was timed as part of the write before).
+EVENTS_NETNS=<name> EVENTS_ADDRESS=<ip>: the subscriber processes join that network
+namespace (ip netns) and connect to that address (e.g. over a veth pair), so that the
+receive half of each TCP write is not loopback's."""
 import asyncio
 import calendar
+import ctypes
+import json
 import multiprocessing
 import os
 import re
@@ -33,6 +47,8 @@ SUBSCRIBERS = int(os.environ.get("EVENTS_SUBSCRIBERS", "10000"))
 PROCESSES = int(os.environ.get("EVENTS_PROCESSES", "4"))
 AGENCIES = ["WildAid", "Gabon", "Parque Nacional Galápagos", "Ecuadorian Galapagos"]
 EVENTS = int(os.environ.get("EVENTS_PUSHES", "10"))  # pushes, each to a quarter of the streams
+SCHED = os.environ.get("EVENTS_SUBSCRIBERS_SCHED", "idle")
+NETNS, ADDRESS = os.environ.get("EVENTS_NETNS"), os.environ.get("EVENTS_ADDRESS") or HOST
 
 
 def session():
@@ -110,7 +126,7 @@ async def subscribe(context, token, partitions, received, ready, gate):
     try:
         # Devices do not all connect in the same millisecond: at most `gate` handshakes at once.
         async with gate:
-            await loop.sock_connect(sock, (HOST, PORT))
+            await loop.sock_connect(sock, (ADDRESS, PORT))
             sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
             incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
             tls = context.wrap_bio(incoming, outgoing, server_hostname=HOST)
@@ -190,6 +206,10 @@ def settled():
 def subscriber_process(args):
     """Holds its share of the streams; reports (count connected, arrival times of events)."""
     tokens_partitions, seconds, go = args
+    if NETNS:  # Python 3.11 has no os.setns
+        with open(f"/run/netns/{NETNS}") as ns:
+            if ctypes.CDLL(None, use_errno=True).setns(ns.fileno(), 0x40000000) != 0:  # CLONE_NEWNET
+                raise OSError(ctypes.get_errno(), f"setns {NETNS}")
     context = ssl.create_default_context(cafile=CA)
     received, ready = [], []
 
@@ -262,6 +282,14 @@ def nginx_worker_files():
     return counts
 
 
+def comm(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
 def parent(pid):
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -302,7 +330,37 @@ def cpu_seconds():
              "publisher": family(pid_in(os.path.join(run, "events.pid"))),
              "jobs": family(pid_in(os.path.join(run, "jobs.pid"))),
              "subscribers": sum(t[1] for t in table.values() if t[0] == str(os.getpid()))}
+    if NETNS:  # the clients' kernel: their end of the veth pair polled by its thread (Bench/veth_clients.py)
+        ticks["clients' kernel"] = sum(t[1] for pid, t in table.items() if comm(pid).startswith(f"napi/{NETNS[:11]}-c"))
     return {part: n / os.sysconf("SC_CLK_TCK") for part, n in ticks.items()}
+
+
+def nginx_schedstat():
+    """(ns on a core, ns runnable but waiting for one) so far, summed over every nginx
+    instance's worker processes (/proc/<pid>/schedstat): how much of a fan-out's time nginx
+    spent working and how much queued behind other processes."""
+    run = os.path.join(STATE, "run")
+    masters = [open(os.path.join(run, f)).read().strip() for f in os.listdir(run) if NGINX_PID.fullmatch(f)]
+    ran = waited = 0
+    for pid in os.listdir("/proc"):
+        if pid.isdigit() and parent(pid) in masters:
+            try:
+                with open(f"/proc/{pid}/schedstat") as f:
+                    on_cpu, queued, _ = map(int, f.read().split())
+            except (OSError, ValueError):
+                continue
+            ran, waited = ran + on_cpu, waited + queued
+    return ran, waited
+
+
+def subscribers_policy(policy):
+    """Sets the scheduling policy of this bench's subscriber processes (its children)."""
+    for pid in os.listdir("/proc"):
+        if pid.isdigit() and parent(pid) == str(os.getpid()):
+            try:
+                os.sched_setscheduler(int(pid), policy, os.sched_param(0))
+            except OSError:
+                pass
 
 
 def settle():
@@ -348,22 +406,48 @@ def open_streams(logins):
         db.close()
 
 
-def push(token, agency):
+def writer_session(token):
+    """A writer's connection, kept alive between its pushes as a device's is."""
+    s = session()
+    s.headers["Authorization"] = f"Bearer {token}"
+    return s
+
+
+def push(writer, agency):
+    """Pushes one new report to the agency's partition: (sent, answered, its id)."""
     change = {"changeId": uuid.uuid4().hex, "collection": "reports", "partition": f"agency={agency}", "id": uuid.uuid4().hex[:24],
               "op": "insert", "doc": {"timestamp": "2026-11-21T10:00:00Z", "vessel": {
                   "name": "Bench", "homePort": "Port", "nationality": "GA", "permitNumber": "B-1"}}}
     sent = time.time()
-    r = session().post(URL + "/api/v1/sync/push", json={"clientId": "ev-bench", "changes": [change]},
-                       headers={"Authorization": f"Bearer {token}"})
+    r = writer.post(URL + "/api/v1/sync/push", json={"clientId": "ev-bench", "changes": [change]})
     r.raise_for_status()
-    return sent, time.time()
+    return sent, time.time(), change["id"]
+
+
+def carries(line, agency, report):
+    """Whether an event's data line is the event of this push: its agency's partition, and
+    either carrying the pushed report with its content or thin (the partition alone: a pull
+    would fetch it)."""
+    try:
+        event = json.loads(line[5:])
+    except ValueError:
+        return False
+    if event.get("partition") != f"agency={agency}":
+        return False
+    return "changes" not in event or any(
+        c.get("id") == report and c.get("doc", {}).get("vessel", {}).get("name") == "Bench" for c in event["changes"])
 
 
 def main():
     settle()
     per_agency = 10
     users = [make_user(a) for a in AGENCIES for _ in range(per_agency)]
-    writer = {a: make_user(a)["accessToken"] for a in AGENCIES}
+    writer = {a: writer_session(make_user(a)["accessToken"]) for a in AGENCIES}
+    # One push per agency before the streams open: the publisher's first event of a partition
+    # since it started is thin (EventPublisher), the later ones carry the change; the window
+    # times the steady state.
+    for agency in AGENCIES:
+        push(writer[agency], agency)
     base_nginx, base_workers = rss_kb("nginx"), rss_kb("tideway-worker")
     seconds = 600  # at most; the streams are held until the pushes' events are in
     plan = [(users[i % len(users)]["accessToken"],
@@ -386,14 +470,20 @@ def main():
         held_nginx, held_workers = rss_kb("nginx"), rss_kb("tideway-worker")
         spread = nginx_worker_files()
         sends = []
-        cpu_before = cpu_seconds()
+        for agency in AGENCIES:  # each writer's connection opened before the window
+            writer[agency].get(URL + "/api/v1/me").raise_for_status()
+        if SCHED == "idle":
+            subscribers_policy(os.SCHED_IDLE)
+        cpu_before, sched_before = cpu_seconds(), nginx_schedstat()
         for n in range(EVENTS):
             agency = AGENCIES[n % len(AGENCIES)]
             sends.append(push(writer[agency], agency))
             time.sleep(1.5)
         cpu = {part: t - cpu_before[part] for part, t in cpu_seconds().items()}
+        nginx_ran, nginx_waited = (after - before for after, before in zip(nginx_schedstat(), sched_before))
         pushed_nginx = rss_kb("nginx")
         time.sleep(3)  # the last event's stragglers
+        subscribers_policy(os.SCHED_OTHER)  # they read what the pushes left, then end
         done.set()
         results = pending.get(timeout=seconds + 60)
     connected = sum(r[0] for r in results)
@@ -404,16 +494,35 @@ def main():
     failed = sum(failures.values())
     # (read by the subscriber's process, arrived in its socket): the second is when nginx's
     # write reached the subscriber, the first adds the subscribers' own queueing on these cores.
-    arrivals = sorted((read, arrived) for r in results for read, arrived, _ in r[2])
-    # Each event reaches the quarter of the streams of its agency: pair arrivals with the
-    # push whose window they fall in.
+    # Each event goes to the quarter of the streams of its push's agency. It is paired with its
+    # push by the report it carries (a subscriber may read it after the next push was sent),
+    # a thin one by the push before its arrival; one that does not match is not counted.
+    by_report = {report: i for i, (_, _, report) in enumerate(sends)}
+    windows, wrong, thin, others = [[] for _ in sends], 0, 0, 0
+    for r in results:
+        for read, arrived, line in r[2]:
+            arrived = arrived if arrived is not None else read
+            try:
+                event = json.loads(line[5:])
+                ids = [c.get("id") for c in event.get("changes", [])]
+            except (ValueError, AttributeError):
+                event, ids = {}, []
+            if str(event.get("partition", "")).startswith("user="):
+                others += 1  # the streams' own user partitions (their logins' user documents)
+                continue
+            i = next((by_report[x] for x in ids if x in by_report), None)
+            if i is None and not ids:
+                i = max((n for n, (sent, _, _) in enumerate(sends) if sent <= arrived), default=None)
+            if i is None or not carries(line, AGENCIES[i % len(AGENCIES)], sends[i][2]):
+                wrong += 1  # e.g. the publisher's thin catch-up events from before the pushes
+                continue
+            thin += not ids
+            windows[i].append((read, arrived))
     read_sent, read_answered, socket_sent, socket_answered = [], [], [], []
     # Per push: from the push being sent to the first stream's socket (the write, the
     # publisher, nchan's publish), and from there to the last one (nginx's fan-out).
     first_socket, fan_socket = [], []
-    for i, (sent, answered) in enumerate(sends):
-        end = sends[i + 1][0] if i + 1 < len(sends) else float("inf")
-        window = [(read, arrived if arrived is not None else read) for read, arrived in arrivals if sent <= read < end]
+    for (sent, answered, _), window in zip(sends, windows):
         read_sent += [(read - sent) * 1000 for read, _ in window]
         read_answered += [max(0.0, read - answered) * 1000 for read, _ in window]
         socket_sent += [(arrived - sent) * 1000 for _, arrived in window]
@@ -434,7 +543,11 @@ def main():
     print(f"memory (RSS): nginx {base_nginx / 1024:.0f} MB → {held_nginx / 1024:.0f} MB holding them "
           f"({(held_nginx - base_nginx) / max(connected, 1):.1f} KB per stream), {pushed_nginx / 1024:.0f} MB after the pushes; workers {base_workers / 1024:.0f} MB → {held_workers / 1024:.0f} MB")
     print(f"nginx instances: {len(spread)}; their workers' open files holding the streams: {' / '.join(map(str, spread))}")
-    print(f"events received: {len(read_sent)} of {expected} expected ({EVENTS} pushes × a quarter of the streams)")
+    print(f"events received: {len(read_sent)} of {expected} expected ({EVENTS} pushes × a quarter of the streams), each "
+          f"checked: its push's partition and report ({thin} thin); "
+          f"{others} events of the streams' user partitions and {wrong} other data lines, not counted")
+    print(f"subscribers over the pushes: {'SCHED_IDLE (a core only when no server process wants it)' if SCHED == 'idle' else 'as any process'}"
+          + (f"; in network namespace {NETNS}, connected to {ADDRESS}" if NETNS else "; over loopback"))
     print("commit → event read by the subscriber's process (the subscribers' own queueing on these cores included):")
     print(f"  from the push being sent: p50 {pct(read_sent, .5):.1f} ms, p99 {pct(read_sent, .99):.1f} ms; "
           f"from its answer: p50 {pct(read_answered, .5):.1f} ms, p99 {pct(read_answered, .99):.1f} ms (aim p99 < 50 ms; issue 22: <= 30 ms)")
@@ -443,16 +556,20 @@ def main():
           f"from its answer: p50 {pct(socket_answered, .5):.1f} ms, p99 {pct(socket_answered, .99):.1f} ms")
     print(f"  per push (median of {len(first_socket)}): the first stream's socket {statistics.median(first_socket or [float('nan')]):.1f} ms "
           f"after the push was sent, the last one {statistics.median(fan_socket or [float('nan')]):.1f} ms after the first (nginx's fan-out)")
-    server = sum(t for part, t in cpu.items() if part != "subscribers")
+    clients = ("subscribers", "clients' kernel")
+    server = sum(t for part, t in cpu.items() if part not in clients)
     print(f"CPU over the {EVENTS} pushes ({EVENTS * 1.5:.0f} s): server {server:.2f} s ("
-          + ", ".join(f"{part} {t:.2f}" for part, t in cpu.items() if part != "subscribers")
+          + ", ".join(f"{part} {t:.2f}" for part, t in cpu.items() if part not in clients)
           + f"); the {PROCESSES} subscriber processes {cpu['subscribers']:.2f} s "
-          f"({cpu['subscribers'] / max(server + cpu['subscribers'], 1e-9):.0%} of the two)")
+          f"({cpu['subscribers'] / max(server + cpu['subscribers'], 1e-9):.0%} of the two)"
+          + (f", their kernel's receive thread {cpu[clients[1]]:.2f} s" if clients[1] in cpu else ""))
     # Each nginx instance writes an event to each of its streams one after another in its one
     # worker process, so this figure times the last stream of a fan-out (2,500 × it on a free
     # core with one instance; about half that on each of two cores with two).
     print(f"nginx CPU per event written to a stream: {cpu['nginx'] / max(len(read_sent), 1) * 1e6:.1f} µs "
           f"({len(read_sent)} written; the streams' keep-alive comments in the window count too)")
+    print(f"nginx's workers over the pushes: {nginx_ran / 1e6:.0f} ms on a core, {nginx_waited / 1e6:.0f} ms runnable but "
+          f"waiting for one ({nginx_waited / 1e6 / EVENTS:.1f} ms per push; the scheduler's counters)")
     if os.environ.get("EVENTS_LATENCY_ONLY"):
         return
 
@@ -485,7 +602,7 @@ def main():
         pending = pool.map_async(subscriber_process, [(share[p::PROCESSES], 50, None) for p in range(PROCESSES)])
         # Time for 1,000 TLS handshakes and their subscribe hooks on this loaded machine.
         time.sleep(35)
-        sent, answered = push(writer[agency], agency)
+        sent, answered, _ = push(writer[agency], agency)
         results = pending.get(timeout=90)
     times = sorted(read for r in results for read, _, _ in r[2] if read >= sent)
     fan_connected = sum(r[0] for r in results)
