@@ -109,20 +109,19 @@ public final class EventPublisher {
             // snapshot that read its partition's first one: one read per partition covers it,
             // that of every collection the batch named for it (nil: one named none).
             let notes = try connection.notifications()
+            let notices = notes.map { $0.channel == "tideway_changes" ? ChangeNotice(payload: $0.payload) : nil }
             var changed: [String: Set<String>] = [:]  // per partition, the collections named
             var whole: Set<String> = []  // the partitions a notification named no collection of
-            for note in notes where note.channel == "tideway_changes" {
-                let notice = ChangeNotice(payload: note.payload)
+            for case let notice? in notices {
                 changed[notice.partition, default: []].formUnion(notice.collection.map { [$0] } ?? [])
                 if notice.collection == nil { whole.insert(notice.partition) }
             }
-            for note in notes {
+            for (note, notice) in zip(notes, notices) {
                 if note.channel == "tideway_streams_check" {
                     streamCounts.checkNow()
                     continue
                 }
-                if note.channel == "tideway_changes" {
-                    let partition = ChangeNotice(payload: note.payload).partition
+                if let partition = notice?.partition {
                     guard let collections = changed.removeValue(forKey: partition) else { continue }
                     do {
                         try publishChange(partition, collections: whole.contains(partition) ? nil : collections)
