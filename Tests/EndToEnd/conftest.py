@@ -134,6 +134,19 @@ def fresh_officer():
     return new_user()
 
 
+@pytest.fixture
+def rolled_back_cursor():
+    """A superuser cursor whose transaction is rolled back after the test: for tests that
+    write rows straight into the schema and leave nothing behind."""
+    conn = psycopg2.connect(ADMIN_DB)
+    try:
+        with conn.cursor() as c:
+            yield c
+    finally:
+        conn.rollback()
+        conn.close()
+
+
 def error_of(response, status, code):
     """Checks that an API answer is the contract's JSON error with this status and code,
     and answers its body."""

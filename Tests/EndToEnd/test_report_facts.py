@@ -7,24 +7,16 @@ it rolls back."""
 import json
 import uuid
 
-import psycopg2
 import pytest
 
-from conftest import ADMIN_DB
 
 FACTS = ("boarded_at", "vessel_key", "permit_key", "captain_key", "nationality_key", "violation_count",
          "warnings", "citations", "dispositions", "violation_codes", "species", "catch_species", "catch_kg")
 
 
 @pytest.fixture
-def cur():
-    conn = psycopg2.connect(ADMIN_DB)
-    try:
-        with conn.cursor() as c:
-            yield c
-    finally:
-        conn.rollback()
-        conn.close()
+def cur(rolled_back_cursor):
+    return rolled_back_cursor
 
 
 def partition(cur):

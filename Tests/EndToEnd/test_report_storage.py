@@ -7,21 +7,12 @@ import json
 import random
 import uuid
 
-import psycopg2
 import pytest
-
-from conftest import ADMIN_DB
 
 
 @pytest.fixture
-def cur():
-    conn = psycopg2.connect(ADMIN_DB)
-    try:
-        with conn.cursor() as c:
-            yield c
-    finally:
-        conn.rollback()
-        conn.close()
+def cur(rolled_back_cursor):
+    return rolled_back_cursor
 
 
 def toast_rows(cur):
