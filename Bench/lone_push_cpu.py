@@ -22,7 +22,9 @@ PUSHES pushes per variant, whose CPU comes in 10 ms ticks). A suffix @DATABASE r
 variant on a connection to another database of the same cluster (e.g. a `createdb -T` copy
 made before a migration), so that two schemas alternate push by push; each database's
 backend is counted on its own. `--size K`: K new reports per push (not with `apply`, which
-writes one), figures per report."""
+writes one), figures per report. `--pin CPU`: every backend bound to that CPU (needs the
+right to set their affinity: root or the postgres user), so that the variants share one
+CPU's neighbours."""
 import json
 import os
 import sys
@@ -40,6 +42,11 @@ def main():
     prepared = "--prepared" in sys.argv
     interleaved = "--interleaved" in sys.argv
     argv = sys.argv[1:]
+    pin = None
+    if "--pin" in argv:
+        k = argv.index("--pin")
+        pin = int(argv[k + 1])
+        del argv[k:k + 2]
     size = 1
     if "--size" in argv:
         k = argv.index("--size")
@@ -60,6 +67,12 @@ def main():
             os.environ["BENCH_DBNAME"] = database(v)
             conn, pid, cpu = wb.worker_backend()
             backends[database(v)] = (conn, conn.cursor(), pid, cpu, {})
+    if pin is not None:
+        # Every database's backend on one CPU: on a shared host a busy neighbour slows the
+        # backend that shares its CPU, so two backends left to the scheduler can drift
+        # apart by their placement alone.
+        for _, _, pid, _, _ in backends.values():
+            os.sched_setaffinity(pid, {pin})
     prefix = f"lone-{uuid.uuid4().hex[:8]}-"
 
     def backend(variant):

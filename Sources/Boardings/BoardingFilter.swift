@@ -163,28 +163,43 @@ struct BoardingFilter {
 
     /// The page's rows in display order, one extra to tell whether there is a next page.
     func pageQuery(ownPartition: String?, columns: String) -> SQL {
-        var clauses = conditions(ownPartition: ownPartition)
+        let clauses = conditions(ownPartition: ownPartition)
         // Walking backwards (before=) reverses the order; the page is flipped back after.
         let backwards = before != nil
         let ascending = descending == backwards
+        let direction = ascending ? "asc" : "desc"
+        let order = "order by r.\(sort.column) \(direction), r.id \(direction)"
+        let limit = SQL(unsafeSQL: " \(order) limit \(size + 1)")
+        let ids: SQL
         if let position = after ?? before {
-            // Spelled out rather than as a row comparison: record comparison is not
-            // leakproof, so under row-level security it could never use the index, while
-            // `key <= k` on timestamps and numbers can.
+            // The rows after (key, id) in two index ranges: the rest of the key's ties
+            // (`key = k and id > i`), then, only if they do not fill the page, the keys
+            // beyond (`key > k`; its one-time filter on the ties' count skips the scan). As one
+            // condition, `key >= k and (key > k or id > i)` bounds the index by the key alone:
+            // a deep page of a sort with few distinct keys (safety, violations) read every tie
+            // before its position, 14–36 ms at 100,000 reports (docs/performance.md, "Which of
+            // sync.reports' indexes earn their cost"). Both ranges always scanned would be
+            // worse: the second, filtered to one agency, can run through every other agency's
+            // keys to find its first row. Spelled out rather than as a row comparison: record
+            // comparison is not leakproof, so under row-level security it could never be an
+            // index condition.
             let op = ascending ? ">" : "<"
             let column = "r." + sort.column
             let key: SQL = "\(position.key)" + SQL(unsafeSQL: "::\(sort.cast)")
-            clauses = clauses + SQL(unsafeSQL: " and \(column) \(op)= ") + key + SQL(unsafeSQL: " and (\(column) \(op) ") + key
-                + SQL(unsafeSQL: " or r.id \(op) ") + "\(position.id))"
+            let matching = SQL(unsafeSQL: "select r.id, \(column) as key from sync.reports r where ") + clauses
+            ids = SQL(unsafeSQL: "with ties as materialized (") + matching
+                + SQL(unsafeSQL: " and \(column) = ") + key + SQL(unsafeSQL: " and r.id \(op) ") + "\(position.id)" + limit
+                + SQL(unsafeSQL: ") select id from (select id, key from ties union all (") + matching
+                + SQL(unsafeSQL: " and \(column) \(op) ") + key + SQL(unsafeSQL: " and (select count(*) from ties) < \(size + 1)") + limit
+                + SQL(unsafeSQL: ")) u order by u.key \(direction), u.id \(direction) limit \(size + 1)")
+        } else {
+            ids = SQL(unsafeSQL: "select r.id from sync.reports r where ") + clauses + limit
         }
-        let direction = ascending ? "asc" : "desc"
-        let order = "order by r.\(sort.column) \(direction), r.id \(direction)"
         // The page's ids first, its columns after: the columns read the documents, and a
         // search matching thousands of reports would otherwise read every one of them
         // before keeping the first page (measured: 68 ms instead of 20 for 1,261 matches).
-        return SQL(unsafeSQL: "select \(columns), \(sort.keyText) as sort_key from (select r.id from sync.reports r where ")
-            + clauses
-            + SQL(unsafeSQL: " \(order) limit \(size + 1)) page join sync.reports r on r.id = page.id \(order)")
+        return SQL(unsafeSQL: "select \(columns), \(sort.keyText) as sort_key from (") + ids
+            + SQL(unsafeSQL: ") page join sync.reports r on r.id = page.id \(order)")
     }
 
     /// Every matching row in the list's order, for an export cursor.

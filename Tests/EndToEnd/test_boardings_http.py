@@ -5,6 +5,7 @@ import io
 import json
 import re
 import uuid
+from urllib.parse import unquote
 
 import pytest
 
@@ -168,3 +169,35 @@ def test_global_admin_reads_but_cannot_file_or_edit():
     assert admin.get(URL + "/boardings/" + report_id).status_code == 200
     assert admin.get(URL + "/boardings/" + report_id + "/edit").status_code == 403
     assert admin.get(URL + "/boardings/new").status_code == 403
+
+
+
+def pages(session, url, link):
+    """Each page's report ids following the `link` (next or prev) links from `url`, and the
+    last page's URL."""
+    found = []
+    while True:
+        page = session.get(url).text
+        found.append([unquote(i) for i in re.findall(r'<td data-label="Date"><a href="/boardings/([^"]+)"', page)])
+        step = re.search(rf'<a href="([^"]+)" rel="{link}">', page)
+        if not step:
+            return found, url
+        url = URL + step.group(1).replace("&amp;", "&")
+
+
+@pytest.mark.parametrize("sort, column", [("safety", "safety_rank"), ("violations", "violation_count")])
+def test_a_sort_with_many_ties_pages_forward_and_back_in_order(sort, column):
+    """A page's keyset position is a key and an id: the key's remaining ties come first, then
+    the keys beyond (BoardingFilter.pageQuery reads them as two index ranges)."""
+    s = signed_in("gabon.officer1@demo.tideway")
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute(f"select id, {column} from sync.reports where partition = 'agency=Gabon' and not deleted"
+                    f" order by {column} desc, id desc")
+        rows = cur.fetchall()
+    assert len({key for _, key in rows}) * 10 < len(rows), "the sort's keys should have many ties"
+    forward, last = pages(s, URL + f"/boardings?sort={sort}", "next")
+    assert [i for page in forward for i in page] == [i for i, _ in rows]
+    assert len(forward) > 3 and all(len(page) == 25 for page in forward[:-1])
+    # From the last page back to the first by the "previous" links: the same pages.
+    backward, _ = pages(s, last, "prev")
+    assert backward == forward[::-1]
