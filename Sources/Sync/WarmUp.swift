@@ -28,8 +28,8 @@ package enum WarmUp {
         package var failure: String?
     }
 
-    /// Warms up to `connections` connections of `pool`, one after the other, each in a
-    /// transaction rolled back; never throws. Logs one line.
+    /// Warms up to `connections` connections of `pool` (the write path, then the pull), one
+    /// after the other, each in transactions rolled back; never throws. Logs one line.
     @discardableResult
     package static func writePath(_ pool: ConnectionPool, connections: Int = connections) -> Outcome {
         let started = DispatchTime.now()
@@ -47,20 +47,41 @@ package enum WarmUp {
         if let failure = outcome.failure {
             Log.warning("warm-up: \(outcome.warmed) connections warmed in \(took), then skipped: \(failure)")
         } else {
-            Log.info("warm-up: the write path of \(outcome.warmed) connections warmed in \(took)")
+            Log.info("warm-up: the write path and pull of \(outcome.warmed) connections warmed in \(took)")
         }
         return outcome
     }
 
-    /// The made-up push on one connection, rolled back whatever happens (the function also
-    /// undoes its own work: it ends by raising inside its block).
+    /// A partition no agency has: what the warm-up's pull reads (nothing).
+    static let nowhere = Partition(Partition.agency("warm-up.nobody"))!
+
+    /// The made-up push on one connection, then a pull of `nowhere`, each rolled back
+    /// whatever happens (the function also undoes its own work: it ends by raising inside its
+    /// block).
     static func warm(_ connection: Connection) throws {
         struct Undo: Error {}
+        let timeout: SQL = "select set_config('statement_timeout', \(String(statementTimeoutMilliseconds)), true)"
         do {
             try connection.transaction { tx in
+                _ = try tx.queries([timeout, "select app.warm_up_write_path()"])
+                throw Undo()
+            }
+        } catch is Undo {}
+        // The pull's own statements as PullRoute sends them (prepared on this connection, their
+        // generic plans made), in its kind of snapshot: a backend's first pull cost ~4 ms more
+        // of its CPU than the next (docs/performance.md). The claims of a made-up officer of an
+        // agency that does not exist, set here rather than by app.authenticate (no token): in a
+        // read-only snapshot, rolled back, they read nothing.
+        do {
+            try connection.transaction(snapshot: true) { tx in
                 _ = try tx.queries([
-                    "select set_config('statement_timeout', \(String(statementTimeoutMilliseconds)), true)",
-                    "select app.warm_up_write_path()",
+                    timeout,
+                    """
+                    select set_config('tideway.user_id', gen_random_uuid()::text, true), set_config('tideway.role', 'officer', true),
+                           set_config('tideway.agency', \(nowhere.value), true)
+                    """,
+                    PullQuery.genericPlans, PullQuery.statuses([nowhere.description]),
+                    PullQuery.changes(of: nowhere, after: .start, limit: 2),
                 ])
                 throw Undo()
             }

@@ -17,7 +17,7 @@ from test_events import Stream, wait_until_subscribed
 from test_operations import PG_CTL, alive, as_postgres, healthz_direct
 
 PATIENCE = 60
-WARMED = re.compile(r"warm-up: the write path of (\d+) connections warmed in ([0-9.]+) ms")
+WARMED = re.compile(r"warm-up: the write path and pull of (\d+) connections warmed in ([0-9.]+) ms")
 
 
 def log_of(worker):
