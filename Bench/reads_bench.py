@@ -359,7 +359,7 @@ def lone_write_and_event(writer, sub, rid):
     return sent, acked, (sub.arrivals[seen] if len(sub.arrivals) > seen else None)
 
 
-WARM_UP = 20
+WARM_UP = int(os.environ.get("BENCH_EVENT_WARM_UP", "20"))
 
 
 def bench_event(api, cursor, writes=200):
