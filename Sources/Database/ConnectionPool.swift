@@ -49,6 +49,34 @@ public final class ConnectionPool: @unchecked Sendable {
         return try body(connection)
     }
 
+    /// Borrows up to `count` connections at once, opening those the pool does not hold yet,
+    /// and runs `body` on each in turn; answers how many it ran on. For work done once per
+    /// connection ahead of the requests that will borrow them (the worker's warm-up at
+    /// start): held together, they are distinct connections, not one borrowed `count` times.
+    /// Stops at the first connection that cannot be opened, and throws then if none could.
+    @discardableResult
+    public func withEach(_ count: Int, _ body: (Connection) throws -> Void) throws -> Int {
+        if let pinned {
+            try body(pinned)
+            return 1
+        }
+        var borrowed: [Connection] = []
+        var failure: DatabaseError?
+        // A Result rather than a typed catch of `borrow`'s error: that crashes the 6.3 compiler.
+        while borrowed.count < min(count, capacity), failure == nil {
+            switch Result(catching: { () throws(DatabaseError) in try borrow() }) {
+            case .success(let connection): borrowed.append(connection)
+            case .failure(let error): failure = error
+            }
+        }
+        defer {
+            for connection in borrowed { giveBack(connection) }
+        }
+        if borrowed.isEmpty, let failure { throw failure }
+        for connection in borrowed { try body(connection) }
+        return borrowed.count
+    }
+
     private func borrow() throws(DatabaseError) -> Connection {
         condition.lock()
         if idle.isEmpty && open >= capacity {

@@ -80,6 +80,7 @@ public final class EventPublisher {
                 // Listening first, then what was missed while no one listened: nothing
                 // falls between the two (a change may be announced twice).
                 try catchUp(connection)
+                if reader == nil { warmReader() }
                 try pump(connection)
             } catch {
                 Log.warning("events: \(error); reconnecting")
@@ -276,6 +277,32 @@ public final class EventPublisher {
         _ = try connection.pipeline(EventChanges.session)
         reader = connection
         return connection
+    }
+
+    /// A partition no agency has: what `warmReader` reads (nothing).
+    static let warmUpPartition = Partition(Partition.agency("warm-up.nobody"))!
+
+    /// Opens the reading connection at start and reads a partition with no changes both ways
+    /// an event of an agency reads (its reports alone, and the whole partition), read-only,
+    /// publishing nothing: the first event after a start paid ~16–24 ms more of its backend's
+    /// CPU (the connection opened, app.start_event_read compiled, the reads planned;
+    /// docs/performance.md, "A restart's first push and event"). Best effort: a failure
+    /// leaves the reader to be opened by the first event, as before.
+    func warmReader() {
+        let started = DispatchTime.now()
+        do {
+            let connection = try readerConnection()
+            for collections: Set<String>? in [["reports"], nil] {
+                _ = try EventChanges.read(connection, partition: Self.warmUpPartition, collections: collections, since: 0,
+                                          revocationsAfter: revocationsHandled, maxChanges: Self.maxCarriedChanges,
+                                          maxBytes: carryBytes, key: cursorKey)
+            }
+            let took = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e6
+            Log.info("events: reader warmed in \(String(format: "%.1f", took)) ms")
+        } catch {
+            Log.warning("events: reader not warmed: \(error)")
+            reader = nil
+        }
     }
 
     func publishPath(_ partition: String) -> String {

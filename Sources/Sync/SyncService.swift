@@ -16,9 +16,11 @@ public final class SyncService: Sendable {
         changes = ChangeHub(capacity: max(1, config.threads / 2))
     }
 
-    /// The LISTEN thread for long polls and idle polls answered from memory, and the
-    /// presence sweep.
+    /// The pool's connections warmed for the first pushes (`WarmUp`; before the worker
+    /// accepts, bounded, never failing the start), the LISTEN thread for long polls and idle
+    /// polls answered from memory, and the presence sweep.
     public func start(conninfo: String, pool: ConnectionPool) {
+        WarmUp.writePath(pool)
         changes.startListening(conninfo: conninfo)
         Presence.startSweeping(pool)
     }

@@ -61,3 +61,19 @@ struct TransactionTests {
         #expect(n == "2")
     }
 }
+
+/// `ConnectionPool.withEach`: distinct connections, as many as asked and the pool holds,
+/// all given back.
+@Suite(.enabled(if: TestDatabase.conninfo != nil, "needs TIDEWAY_TEST_DATABASE (make test)"))
+struct PoolEachTests {
+    @Test func eachIsADistinctConnectionAndAllComeBack() throws {
+        let pool = ConnectionPool(conninfo: TestDatabase.conninfo!, capacity: 3)
+        var backends: [String] = []
+        let ran = try pool.withEach(5) { backends.append(try $0.execute("select pg_backend_pid()::text as p").rows[0]["p"] ?? "") }
+        #expect(ran == 3 && Set(backends).count == 3)
+        // Given back: three more borrows at once find the same three.
+        var again: [String] = []
+        try pool.withEach(3) { again.append(try $0.execute("select pg_backend_pid()::text as p").rows[0]["p"] ?? "") }
+        #expect(Set(again) == Set(backends))
+    }
+}

@@ -1,0 +1,56 @@
+import Database
+import Foundation
+import Testing
+
+@testable import Sync
+
+/// The worker's warm-up at start (`WarmUp`): best effort, rolled back, nothing left on the
+/// connections it hands back to the pool. What it leaves in the database is checked end to
+/// end (Tests/EndToEnd/test_warm_up.py), as a superuser who sees every row.
+struct WarmUpTests {
+    @Test func aDatabaseThatIsNotThereIsAWarningNotAFailure() {
+        let pool = ConnectionPool(conninfo: "host=/nonexistent dbname=tideway connect_timeout=1", capacity: 4)
+        let outcome = WarmUp.writePath(pool)
+        #expect(outcome.warmed == 0)
+        #expect(outcome.failure != nil)
+    }
+
+    @Test(.enabled(if: CatalogDatabase.conninfo != nil, "needs TIDEWAY_TEST_DATABASE (make test)"))
+    func warmsDistinctConnectionsAndHandsThemBackClean() throws {
+        let pool = ConnectionPool(conninfo: CatalogDatabase.conninfo!, capacity: 8)
+        let outcome = WarmUp.writePath(pool)
+        #expect(outcome.failure == nil)
+        #expect(outcome.warmed == WarmUp.connections)
+        // Each connection is out of its transaction, its claims and settings gone: the next
+        // request on it starts as on a new one.
+        try pool.withEach(WarmUp.connections) { connection in
+            let row = try connection.execute("""
+                select coalesce(current_setting('tideway.user_id', true), '') as uid,
+                       coalesce(current_setting('tideway.device', true), '') as device,
+                       current_setting('statement_timeout') as timeout, app.uid() is null as nobody
+                """).rows[0]
+            #expect(row["uid"] == "" && row["device"] == "" && row["timeout"] == "0" && row.bool("nobody") == true)
+        }
+        // A pool of one warms its one connection.
+        #expect(WarmUp.writePath(ConnectionPool(conninfo: CatalogDatabase.conninfo!, capacity: 1)).warmed == 1)
+    }
+
+    @Test(.enabled(if: CatalogDatabase.conninfo != nil, "needs TIDEWAY_TEST_DATABASE (make test)"))
+    func theFunctionUndoesItselfInsideItsCallersTransaction() throws {
+        let connection = try Connection(conninfo: CatalogDatabase.conninfo!)
+        // In the caller's transaction, right after the call, nothing of the made-up push is
+        // left: its claims and device (set for the transaction) went with the function's own
+        // block, which is what undoes its writes too (0105) — even a caller that commits.
+        let row = try connection.transaction { tx in
+            try tx.queries([
+                "select app.warm_up_write_path()",
+                """
+                select coalesce(current_setting('tideway.user_id', true), '') as uid,
+                       coalesce(current_setting('tideway.agency', true), '') as agency,
+                       coalesce(current_setting('tideway.device', true), '') as device
+                """,
+            ], thenCommit: true)[1].rows[0]
+        }
+        #expect(row["uid"] == "" && row["agency"] == "" && row["device"] == "")
+    }
+}
