@@ -47,8 +47,8 @@ public final class JobRunner {
     /// turn's own time).
     public static let foldEvery = 0.5
 
-    /// Runs the jobs due and `fold` every half second, sweeping unreferenced blobs every
-    /// `sweepEvery` seconds. Never returns.
+    /// Runs the jobs due and folds the summaries every half second, sweeping unreferenced
+    /// blobs every `sweepEvery` seconds. Never returns.
     ///
     /// The runner does not LISTEN for new jobs: PostgreSQL 15 signals every listening
     /// backend of the database at every commit that notifies, whatever the channel, so its
@@ -56,13 +56,13 @@ public final class JobRunner {
     /// (docs/performance.md, "Listeners woken per commit"). A job now starts at the runner's
     /// next turn, within `foldEvery` of its commit, instead of at once: a photo's offload is
     /// never waited for (the push is answered and the inline photo synced before it).
-    public func runForever(sweepEvery: TimeInterval, fold: SummaryFold) throws -> Never {
+    public func runForever(sweepEvery: TimeInterval) throws -> Never {
         Log.info("jobs: running (blob root \(store.root))")
         var lastSweep = Date.distantPast
         while true {
             do {
                 _ = try runDue()
-                try fold.run()
+                try foldSummaries()
                 if Date().timeIntervalSince(lastSweep) >= sweepEvery {
                     lastSweep = Date()
                     let result = try BlobSweep.run(connection: connection, store: store)
@@ -75,6 +75,26 @@ public final class JobRunner {
                 exit(1)
             }
             Thread.sleep(forTimeInterval: Self.foldEvery)
+        }
+    }
+
+    /// Folds the report changes of every agency not yet in the dashboards' daily summaries
+    /// (Migrations/0087: taken off the write path, folded in batches here); answers how many
+    /// reports changed what they count. A fold that loses a race (a deadlock cannot happen:
+    /// partitions are folded in order) is simply tried again at the next turn.
+    @discardableResult
+    public func foldSummaries() throws -> Int {
+        do {
+            // Not waiting for the disk: a fold moves the summaries and their watermark in one
+            // transaction, so a crash that loses it loses both, and the next fold does the
+            // same work again. Its WAL goes to disk with the next durable commit (a write's),
+            // so a fold no longer adds a flush of its own beside the writers' every turn.
+            return try connection.transaction(opening: ["set local synchronous_commit = off"]) { tx in
+                try tx.query("select app.fold_boarding_summaries() as folded").first?.int("folded") ?? 0
+            }
+        } catch let error as DatabaseError where error.kind != .unavailable {
+            Log.warning("jobs: folding the dashboard summaries failed: \(error)")
+            return 0
         }
     }
 

@@ -135,23 +135,18 @@ struct Jobs: ParsableCommand {
     @Option(help: "Seconds between sweeps of unreferenced blobs.") var sweepEvery: Double = 300
     @Flag(help: "Run the jobs due now and fold the dashboard summaries, then exit.") var once = false
     @Option(help: .hidden) var pauseBeforeCommit: Double = 0
-    @Option(help: "CPU priority of the summaries' fold: idle or normal (docs/operations.md). Default: $TIDEWAY_FOLD_PRIORITY, else idle.")
-    var foldPriority: String = ProcessInfo.processInfo.environment["TIDEWAY_FOLD_PRIORITY"] ?? "idle"
 
     func run() throws {
         let config = Config()
-        guard let priority = SummaryFold.Priority(rawValue: foldPriority) else {
-            throw ValidationError("--fold-priority must be one of \(SummaryFold.Priority.allCases.map(\.rawValue).joined(separator: ", "))")
-        }
         let runner = JobRunner(connection: try Connection(conninfo: config.database), config: config)
         runner.pauseBeforeCommit = pauseBeforeCommit
         if once {
             print("jobs run: \(try runner.runDue())")
-            print("summaries: \(try SummaryFold(conninfo: config.database, priority: .normal).run()) reports folded")
+            print("summaries: \(try runner.foldSummaries()) reports folded")
             return
         }
         Metrics.startProcess(role: "jobs", config: config)
-        try runner.runForever(sweepEvery: sweepEvery, fold: SummaryFold(conninfo: config.database, priority: priority))
+        try runner.runForever(sweepEvery: sweepEvery)
     }
 }
 

@@ -6,9 +6,7 @@ draft made final and back, a location moved off the edge of the bounds, deletes,
 concurrent pushes, compaction, a writer still uncommitted while a fold runs — a fold leaves
 the tables holding exactly what the *_computed views compute from the reports themselves,
 and the write itself changes no summary."""
-import os
 import random
-import re
 import signal
 import subprocess
 import threading
@@ -19,8 +17,8 @@ import psycopg2
 import psycopg2.extras
 import pytest
 
-from conftest import ADMIN_DB, STATE, admin_db, fold_summaries, new_user, worker_db
-from patrol_support import TIDEWAY, tool_env, wait_for
+from conftest import ADMIN_DB, admin_db, fold_summaries, new_user, worker_db
+from patrol_support import TIDEWAY, runner_backends, stack_runner_paused, tool_env, wait_for  # noqa: F401 (a fixture)
 from synclib import Client, change, new_agency
 from test_dashboards import report_doc
 
@@ -191,57 +189,10 @@ def test_the_job_runner_folds_the_changes_without_being_asked(agency):
     assert drift(p, fold=False) == {}
 
 
-SCHED_IDLE = 5
-
-
-def scheduling_policy(pid):
-    """The process's scheduling policy (/proc/<pid>/stat, field 41; 0 is the normal one)."""
-    with open(f"/proc/{pid}/stat") as f:
-        return int(f.read().rsplit(")", 1)[1].split()[38])
-
-
-def runner_backends(runner_pid):
-    """{backend pid: (its last statement, its wait event type)} of a `tideway jobs` process,
-    told apart by the peer of each backend's Unix socket."""
-    lines = subprocess.run(["ss", "-xpnH"], capture_output=True, text=True).stdout.splitlines()
-    ends = {}  # socket -> (pids, its peer)
-    for line in lines:
-        f = line.split()
-        if len(f) >= 9 and f[0] == "u_str":
-            ends[f[5]] = ([int(x) for x in re.findall(r"pid=(\d+)", line)], f[7])
-    peers = {pid for pids, peer in ends.values() if runner_pid in pids for pid in ends.get(peer, ([], None))[0]}
-    with admin_db() as conn, conn.cursor() as cur:
-        cur.execute("select pid, query, wait_event_type from pg_stat_activity where pid = any(%s)", (list(peers),))
-        return {pid: (query, wait) for pid, query, wait in cur.fetchall()}
-
-
-def runner_states(runner_pid):
-    with admin_db() as conn, conn.cursor() as cur:
-        cur.execute("select state from pg_stat_activity where pid = any(%s)", (list(runner_backends(runner_pid)),))
-        return [state for state, in cur.fetchall()]
-
-
-@pytest.fixture
-def stack_runner_paused():
-    """Stops the stack's own job runner for the test (SIGSTOP) between two turns (none of its
-    backends inside a transaction, so it holds no watermark), so that only the test's folds."""
-    pid = int(open(os.path.join(STATE, "run", "jobs.pid")).read())
-    os.kill(pid, signal.SIGSTOP)
-    while any(state != "idle" for state in runner_states(pid)):
-        os.kill(pid, signal.SIGCONT)
-        time.sleep(0.05)
-        os.kill(pid, signal.SIGSTOP)
-    try:
-        yield
-    finally:
-        os.kill(pid, signal.SIGCONT)
-
-
-def test_a_runner_killed_mid_fold_at_idle_priority_loses_nothing_and_counts_nothing_twice(stack_runner_paused):
-    """`tideway jobs` folds on a connection of its own whose backend runs at SCHED_IDLE (its
-    jobs' backend does not); killed in the middle of a fold (one partition folded, the next
-    waiting for its watermark), its fold counts all or nothing, and the next fold counts
-    every change once."""
+def test_a_runner_killed_mid_fold_loses_nothing_and_counts_nothing_twice(stack_runner_paused):
+    """`tideway jobs` killed in the middle of a fold (one partition folded, the next waiting
+    for its watermark) commits nothing of it: its COMMIT is sent only after the fold's
+    statement answers. The next fold then counts every change once."""
     first, second = sorted("agency=" + new_agency() for _ in range(2))  # folded in this order
     clients = {p: Client(new_user("officer", p[len("agency="):])) for p in (first, second)}
     ids = {p: [f"kill-{uuid.uuid4().hex[:10]}" for _ in range(2)] for p in (first, second)}
@@ -255,15 +206,11 @@ def test_a_runner_killed_mid_fold_at_idle_priority_loses_nothing_and_counts_noth
             cur.execute("select seq from app.summary_watermarks where partition = %s for update", (second,))
         for p, rid in ((first, ids[first][0]), (first, ids[first][1]), (second, ids[second][1])):
             push_ok(clients[p], [change("insert", "reports", p, rid, report(rid, clients[p].email, "2026-01-06T10:00:00Z"))])
-        runner = subprocess.Popen([TIDEWAY, "jobs"], env={**tool_env(), "TIDEWAY_FOLD_PRIORITY": "idle"},
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        runner = subprocess.Popen([TIDEWAY, "jobs"], env=tool_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         waiting = lambda: [pid for pid, (query, wait) in runner_backends(runner.pid).items()
                            if "fold_boarding_summaries" in (query or "") and wait == "Lock"]
         assert wait_for(waiting, timeout=30)
         fold_backend = waiting()[0]
-        others = [pid for pid in runner_backends(runner.pid) if pid != fold_backend]
-        assert scheduling_policy(fold_backend) == SCHED_IDLE
-        assert others and all(scheduling_policy(pid) == 0 for pid in others)
         runner.send_signal(signal.SIGKILL)
         runner.wait()
     finally:
@@ -277,10 +224,8 @@ def test_a_runner_killed_mid_fold_at_idle_priority_loses_nothing_and_counts_noth
             cur.execute("select count(*) from pg_stat_activity where pid = %s", (fold_backend,))
             return cur.fetchone()[0] == 0
     assert wait_for(gone, timeout=30)
-    # The fold is one statement in its own transaction: its backend, left without a client,
-    # either finished it once the lock was free (both partitions folded) or rolled it back
-    # (neither), never one of the two.
-    assert (summary_total(first), summary_total(second)) in ((0, 1), (2, 2))
+    # The first partition's fold went with the killed runner's transaction.
+    assert summary_total(first) == 0 and summary_total(second) == 1
     assert drift(first) == {} and drift(second) == {}
     assert summary_total(first) == 2 and summary_total(second) == 2
     assert fold_summaries(first) == 0 and fold_summaries(second) == 0
