@@ -3,13 +3,21 @@ summary fold off the event's tail"). Two parts:
 
   record OUT   reads /proc/<pid>/schedstat of the job runner's PostgreSQL backends every ~1 ms
                until killed; writes one JSON line per burst of their CPU (start and end wall
-               times, CPU and run-queue wait in ms). A burst is a run of readings in which
-               their CPU grew, gaps under 3 ms joined: one turn (the fold and the job claim).
+               times, CPU and run-queue wait in ms): a run of readings in which their CPU
+               grew, gaps under 3 ms joined. `report` joins a turn's bursts (the fold and
+               the job claim, and the pieces of a fold preempted at SCHED_IDLE).
   report OUT EVENTS
                EVENTS is what Bench/reads_bench.py's event row writes when BENCH_EVENT_LOG
                names a file. Prints how many events overlap a fold (all, the slowest 5%, the
                two slowest: the p99 of 200 is the second slowest), by how much, and the
                events' latencies with and without a fold in their window.
+
+  catchup ROUNDS
+               a long fold, as after the runner was down: per round the agency's watermark
+               goes back to 0, so the runner's next turn looks at every report of the agency
+               again (and, by design, counts none twice), while lone pushes go out every 20 ms
+               on a kept-alive connection. Prints the pushes' acknowledgement times inside
+               that fold's burst and outside it.
 
 Run with the variables Bench/22-reads.sh sets, against a bench stack that is up."""
 import json
@@ -65,11 +73,24 @@ def record(out_path):
             last_run, last_wait = run, wait
 
 
+def turns_of(bursts):
+    """The runner's turns: bursts under 50 ms apart joined (turns are 0.5 s apart; a fold at
+    SCHED_IDLE waits on the run queue between its bursts whenever another process wants its
+    core), and only those of over 0.3 ms of CPU (a reading of its own clock costs less)."""
+    turns = []
+    for b in bursts:
+        if turns and b["start"] - turns[-1]["end"] < 0.05:
+            t = turns[-1]
+            t["end"], t["cpu"], t["wait"] = b["end"], t["cpu"] + b["cpu"], t["wait"] + b["wait"]
+        else:
+            turns.append(dict(b))
+    return [t for t in turns if t["cpu"] >= 0.3]
+
+
 def report(bursts_path, events_path):
     bursts = [json.loads(line) for line in open(bursts_path)]
     events = [json.loads(line) for line in open(events_path)]
-    # Turns of the runner only: bursts of over 0.3 ms of CPU (a reading of its own clock is less).
-    folds = [b for b in bursts if b["cpu"] >= 0.3]
+    folds = turns_of(bursts)
 
     def overlap(e):
         lo, hi = e["sent"], e["sent"] + e["event"] / 1000
@@ -98,10 +119,50 @@ def report(bursts_path, events_path):
               + f"; latencies {', '.join('%.1f' % e['event'] for e in group)} ms")
 
 
+def catchup(rounds):
+    import threading
+    import uuid
+    import reads_bench as rb
+    writer = rb.Api()
+    bursts_path = f"/tmp/fold_overlap_catchup_{os.getpid()}.jsonl"
+    recorder = threading.Thread(target=record, args=(bursts_path,), daemon=True)
+    recorder.start()
+    writes = []  # (sent wall time, ms)
+    created = []
+    for _ in range(rounds):
+        time.sleep(1.0)
+        rb.admin_sql("update app.summary_watermarks set seq = 0 where partition = %s", (rb.PARTITION,))
+        until = time.time() + 1.5
+        while time.time() < until:
+            rid = f"bench-fold-{uuid.uuid4().hex[:16]}"
+            created.append(rid)
+            change = {"changeId": rid, "collection": "reports", "partition": rb.PARTITION, "id": rid, "op": "insert",
+                      "doc": {"_id": rid, "timestamp": "2026-11-21T10:00:00Z"}}
+            sent, t0 = time.time(), time.perf_counter()
+            writer.post("/api/v1/sync/push", {"clientId": "fold-overlap", "changes": [change]})
+            writes.append((sent, (time.perf_counter() - t0) * 1000))
+            time.sleep(0.02)
+    time.sleep(1.0)
+    rb.admin_sql("delete from sync.reports where id = any(%s)", (created,))
+    bursts = [json.loads(line) for line in open(bursts_path)]
+    os.unlink(bursts_path)
+    # The catch-up folds: the turns over 30 ms (an ordinary one: 1-5 ms).
+    long = [t for t in turns_of(bursts) if t["end"] - t["start"] > 0.03]
+    inside = [ms for sent, ms in writes if any(b["start"] < sent + ms / 1000 and sent < b["end"] for b in long)]
+    outside = [ms for sent, ms in writes if not any(b["start"] < sent + ms / 1000 and sent < b["end"] for b in long)]
+    med = lambda xs: sorted(xs)[len(xs) // 2] if xs else float("nan")
+    print(f"{len(long)} catch-up folds: wall {', '.join('%.0f' % ((b['end'] - b['start']) * 1000) for b in long)} ms, "
+          f"CPU {', '.join('%.0f' % b['cpu'] for b in long)} ms, run-queue wait {', '.join('%.0f' % b['wait'] for b in long)} ms")
+    print(f"pushes acknowledged inside a catch-up fold: {len(inside)}, median {med(inside):.2f} ms, max {max(inside or [0]):.2f}; "
+          f"outside: {len(outside)}, median {med(outside):.2f} ms, max {max(outside or [0]):.2f}")
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["record"]:
         record(sys.argv[2])
     elif sys.argv[1:2] == ["report"]:
         report(sys.argv[2], sys.argv[3])
+    elif sys.argv[1:2] == ["catchup"]:
+        catchup(int(sys.argv[2]))
     else:
         sys.exit(__doc__)
