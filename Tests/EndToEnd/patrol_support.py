@@ -4,11 +4,15 @@ import base64
 import glob
 import hashlib
 import os
+import re
+import signal
 import subprocess
 import time
 import uuid
 
-from conftest import ADMIN_DB, STATE, WORKER_DB, api
+import pytest
+
+from conftest import ADMIN_DB, STATE, WORKER_DB, admin_db, api
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TIDEWAY = os.path.join(REPO, ".build/release/tideway")
@@ -113,3 +117,40 @@ def as_caller(conn, tok):
     cur = conn.cursor()
     cur.execute("select * from app.authenticate(sha256(convert_to(%s, 'UTF8')), 'access')", (tok,))
     return cur
+
+
+def runner_backends(runner_pid):
+    """{backend pid: (its last statement, its wait event type)} of a `tideway jobs` process,
+    told apart by the peer of each backend's Unix socket."""
+    lines = subprocess.run(["ss", "-xpnH"], capture_output=True, text=True).stdout.splitlines()
+    ends = {}  # socket -> (pids, its peer)
+    for line in lines:
+        f = line.split()
+        if len(f) >= 9 and f[0] == "u_str":
+            ends[f[5]] = ([int(x) for x in re.findall(r"pid=(\d+)", line)], f[7])
+    peers = {pid for pids, peer in ends.values() if runner_pid in pids for pid in ends.get(peer, ([], None))[0]}
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("select pid, query, wait_event_type from pg_stat_activity where pid = any(%s)", (list(peers),))
+        return {pid: (query, wait) for pid, query, wait in cur.fetchall()}
+
+
+def runner_states(runner_pid):
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("select state from pg_stat_activity where pid = any(%s)", (list(runner_backends(runner_pid)),))
+        return [state for state, in cur.fetchall()]
+
+
+@pytest.fixture
+def stack_runner_paused():
+    """Stops the stack's own job runner for the test (SIGSTOP) between two turns (none of its
+    backends inside a transaction, so it holds no watermark), so that only the test's folds."""
+    pid = int(open(os.path.join(STATE, "run", "jobs.pid")).read())
+    os.kill(pid, signal.SIGSTOP)
+    while any(state != "idle" for state in runner_states(pid)):
+        os.kill(pid, signal.SIGCONT)
+        time.sleep(0.05)
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)

@@ -7,6 +7,8 @@ concurrent pushes, compaction, a writer still uncommitted while a fold runs — 
 the tables holding exactly what the *_computed views compute from the reports themselves,
 and the write itself changes no summary."""
 import random
+import signal
+import subprocess
 import threading
 import time
 import uuid
@@ -16,6 +18,7 @@ import psycopg2.extras
 import pytest
 
 from conftest import ADMIN_DB, admin_db, fold_summaries, new_user, worker_db
+from patrol_support import TIDEWAY, runner_backends, stack_runner_paused, tool_env, wait_for  # noqa: F401 (a fixture)
 from synclib import Client, change, new_agency
 from test_dashboards import report_doc
 
@@ -184,6 +187,49 @@ def test_the_job_runner_folds_the_changes_without_being_asked(agency):
         time.sleep(0.1)
     assert summary_total(p) == 1
     assert drift(p, fold=False) == {}
+
+
+def test_a_runner_killed_mid_fold_loses_nothing_and_counts_nothing_twice(stack_runner_paused):
+    """`tideway jobs` killed in the middle of a fold (one partition folded, the next waiting
+    for its watermark) commits nothing of it: its COMMIT is sent only after the fold's
+    statement answers. The next fold then counts every change once."""
+    first, second = sorted("agency=" + new_agency() for _ in range(2))  # folded in this order
+    clients = {p: Client(new_user("officer", p[len("agency="):])) for p in (first, second)}
+    ids = {p: [f"kill-{uuid.uuid4().hex[:10]}" for _ in range(2)] for p in (first, second)}
+    push_ok(clients[second], [change("insert", "reports", second, ids[second][0],
+                                     report(ids[second][0], clients[second].email, "2026-01-05T10:00:00Z"))])
+    fold_summaries(second)
+    holder = psycopg2.connect(ADMIN_DB)
+    runner = None
+    try:
+        with holder.cursor() as cur:  # the second partition's fold will wait for this
+            cur.execute("select seq from app.summary_watermarks where partition = %s for update", (second,))
+        for p, rid in ((first, ids[first][0]), (first, ids[first][1]), (second, ids[second][1])):
+            push_ok(clients[p], [change("insert", "reports", p, rid, report(rid, clients[p].email, "2026-01-06T10:00:00Z"))])
+        runner = subprocess.Popen([TIDEWAY, "jobs"], env=tool_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        waiting = lambda: [pid for pid, (query, wait) in runner_backends(runner.pid).items()
+                           if "fold_boarding_summaries" in (query or "") and wait == "Lock"]
+        assert wait_for(waiting, timeout=30)
+        fold_backend = waiting()[0]
+        runner.send_signal(signal.SIGKILL)
+        runner.wait()
+    finally:
+        if runner and runner.poll() is None:
+            runner.kill()
+        holder.rollback()
+        holder.close()
+
+    def gone():
+        with admin_db() as conn, conn.cursor() as cur:
+            cur.execute("select count(*) from pg_stat_activity where pid = %s", (fold_backend,))
+            return cur.fetchone()[0] == 0
+    assert wait_for(gone, timeout=30)
+    # The first partition's fold went with the killed runner's transaction.
+    assert summary_total(first) == 0 and summary_total(second) == 1
+    assert drift(first) == {} and drift(second) == {}
+    assert summary_total(first) == 2 and summary_total(second) == 2
+    assert fold_summaries(first) == 0 and fold_summaries(second) == 0
+    assert summary_total(first) == 2 and summary_total(second) == 2
 
 
 def test_concurrent_pushes_lose_no_update(agency):

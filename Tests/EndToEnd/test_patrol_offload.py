@@ -10,9 +10,9 @@ import uuid
 
 import pytest
 
-from conftest import STATE, admin_db, api, token
-from patrol_support import (TIDEWAY, all_blob_files, b64, blob_path, jpeg, pull_to_end, push_one, sha, tool_env,
-                            wait_for)
+from conftest import admin_db, api, token
+from patrol_support import (TIDEWAY, all_blob_files, b64, blob_path, jpeg, pull_to_end, push_one, sha,  # noqa: F401
+                            stack_runner_paused, tool_env, wait_for)  # (stack_runner_paused: a fixture)
 
 
 @pytest.fixture(scope="module")
@@ -95,17 +95,6 @@ def test_a_picture_that_is_no_image_fails_its_job_and_stays(gabon):
              doc={"date": "2026-03-01T10:00:00Z", "picture": b64(b"not an image at all")})
     assert wait_for(lambda: photo_state(pid)[2] == [("failed", 1)])
     assert "picture" in photo_state(pid)[0]
-
-
-@pytest.fixture
-def stack_runner_paused():
-    """Stops the stack's own job runner for the test (SIGSTOP), so the test's runner gets the job."""
-    pid = int(open(os.path.join(STATE, "run", "jobs.pid")).read())
-    os.kill(pid, signal.SIGSTOP)
-    try:
-        yield
-    finally:
-        os.kill(pid, signal.SIGCONT)
 
 
 def test_a_runner_killed_mid_offload_loses_no_photo_and_duplicates_none(gabon, stack_runner_paused):
