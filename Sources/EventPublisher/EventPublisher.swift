@@ -279,9 +279,6 @@ public final class EventPublisher {
         return connection
     }
 
-    /// A partition no agency has: what `warmReader` reads (nothing).
-    static let warmUpPartition = Partition(Partition.agency("warm-up.nobody"))!
-
     /// Opens the reading connection at start and reads a partition with no changes both ways
     /// an event of an agency reads (its reports alone, and the whole partition), read-only,
     /// publishing nothing: the first event after a start paid ~16–24 ms more of its backend's
@@ -293,7 +290,7 @@ public final class EventPublisher {
         do {
             let connection = try readerConnection()
             for collections: Set<String>? in [["reports"], nil] {
-                _ = try EventChanges.read(connection, partition: Self.warmUpPartition, collections: collections, since: 0,
+                _ = try EventChanges.read(connection, partition: WarmUp.nowhere, collections: collections, since: 0,
                                           revocationsAfter: revocationsHandled, maxChanges: Self.maxCarriedChanges,
                                           maxBytes: carryBytes, key: cursorKey)
             }

@@ -52,8 +52,9 @@ package enum WarmUp {
         return outcome
     }
 
-    /// A partition no agency has: what the warm-up's pull reads (nothing).
-    static let nowhere = Partition(Partition.agency("warm-up.nobody"))!
+    /// A partition no agency has: what the warm-ups read (nothing): the worker's pull here,
+    /// the event publisher's reader at its start.
+    package static let nowhere = Partition(Partition.agency("warm-up.nobody"))!
 
     /// The made-up push on one connection, then a pull of `nowhere`, each rolled back
     /// whatever happens (the function also undoes its own work: it ends by raising inside its
