@@ -4,8 +4,10 @@
 
 -- Checks a token and sets the caller's claims for this transaction. This is the first
 -- statement of every authenticated request. Fails with 28000 when the token is unknown,
--- expired, spent, or its login was revoked or its user deactivated. One query (pgbench on
--- the 2-core benchmark machine: 9,500 -> 11,600 calls/s against the earlier two).
+-- expired, spent, or its login was revoked or its user deactivated, through app.refuse
+-- (repeatable/0100): an expected refusal, without an ERROR line in PostgreSQL's log.
+-- One query (pgbench on the 2-core benchmark machine: 9,500 -> 11,600 calls/s against the
+-- earlier two).
 -- One row, not RETURNS TABLE (issue 22, docs/performance.md "Idle polls, third round"): a
 -- set-returning function is materialized in a tuplestore and, called from PL/pgSQL
 -- (app.unchanged), is a full query with its executor started for every call; returning one
@@ -37,7 +39,7 @@ begin
      where t.hash = token_hash and t.kind = token_kind and t.expires_at > now()
        and l.revoked_at is null and u.active;
     if not found then
-        raise exception 'unauthenticated' using errcode = '28000';
+        perform app.refuse('28000', 'unauthenticated');
     end if;
     perform set_config('tideway.user_id', user_id::text, true);
     perform set_config('tideway.role', role, true);

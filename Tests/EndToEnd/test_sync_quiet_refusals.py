@@ -13,7 +13,7 @@ import uuid
 import psycopg2
 import pytest
 
-from conftest import STATE, admin_db, worker_db
+from conftest import STATE, URL, admin_db, error_of, new_user, worker_db
 from synclib import Client, change, doc_for
 
 OFFICER = "wildaid.officer1@demo.tideway"
@@ -122,6 +122,28 @@ def test_a_push_to_a_partition_without_the_right_is_refused_without_error_lines(
     with admin_db() as conn, conn.cursor() as cur:
         cur.execute("select id from sync.reports where id = any(%s)", ([i, j],))
         assert [r[0] for r in cur.fetchall()] == [j]
+
+
+def test_a_token_that_does_not_authenticate_is_refused_without_error_lines():
+    """An expired access token (every device's routine before it refreshes) and made-up
+    tokens (a client spraying guesses): each request answers the contract's 401, changes
+    nothing, and leaves no ERROR line in PostgreSQL's log."""
+    email = new_user(agency="WildAid")
+    expired = Client(email)
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("update app.tokens set expires_at = now() - interval '1 second' where login_id in "
+                    "(select l.id from app.logins l join app.users u on u.id = l.user_id where u.email = %s)", (email,))
+    made_up = [Client(token=uuid.uuid4().hex) for _ in range(3)]
+    i = "unauthenticated-" + uuid.uuid4().hex
+    start = log_size()
+    for client in [expired, *made_up]:
+        error_of(client.pull_raw({HOME: None}), 401, "unauthenticated")
+        error_of(client.push_raw([change("insert", "reports", HOME, i, doc_for("reports", i))]), 401, "unauthenticated")
+        error_of(client.http.get(URL + "/api/v1/me", timeout=60), 401, "unauthenticated")
+    assert error_lines(log_since(start)) == []
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("select count(*) from sync.reports where id = %s", (i,))
+        assert cur.fetchone()[0] == 0
 
 
 def test_refuse_raises_a_refusal_and_says_so_when_misused():
