@@ -276,15 +276,23 @@ $$;
 -- the one template below. The push-log rows of the written documents go in with them, in
 -- the same statement (a CTE): a statement of their own cost ~0.02 ms of executor set-up
 -- per push (docs/performance.md, "A lone push's fixed cost, seventh round").
+--
+-- A report's facts (the columns of app.report_row_facts, Migrations/0108) are written by the
+-- INSERT itself, from the document: computed as part of the statement, for every row at once,
+-- where the BEFORE trigger (which then does not fire) started its query's executor per row
+-- (docs/performance.md, "A report's facts computed by its push's INSERT"). The documents come
+-- from `docs` by jsonb_array_elements, a column each fact reads, not `docs -> n` evaluated
+-- again at every use of the document in the inlined facts.
 do $do$
 declare
     branches text := (
         select string_agg(format($b$
             when %1$L then
                 with w as (
-                    insert into sync.%2$I as t (id, partition, doc, seq, updated_by)
-                    select d.id, d.p, docs -> (d.n::integer - 1), d.seq, app.uid()
-                      from unnest(ids, partitions, app.ticks(partitions, %1$L)) with ordinality as d(id, p, seq, n)
+                    insert into sync.%2$I as t (id, partition, doc, seq, updated_by%3$s)
+                    select d.id, d.p, d.doc, d.seq, app.uid()%4$s
+                      from rows from (unnest(ids), unnest(partitions), unnest(app.ticks(partitions, %1$L)),
+                                      jsonb_array_elements(docs)) with ordinality as d(id, p, seq, doc, n)%5$s
                      order by d.n
                     on conflict (id) do nothing
                     returning t.id, t.version),
@@ -296,8 +304,15 @@ declare
                      where client_id is not null
                     on conflict do nothing)
                 select array_agg(w.id), array_agg(w.version) into written, versions from w;
-$b$, name, table_name), '' order by name)
-          from app.collections where write_rule not in ('own-user', 'server'));
+$b$, name, table_name,
+                 case when name = 'reports' then ', ' || facts end,
+                 case when name = 'reports' then ', f.' || replace(facts, ', ', ', f.') end,
+                 case when name = 'reports' then E'\n                      cross join lateral app.report_row_facts(d.doc, false) f' end),
+                 '' order by name)
+          from app.collections,
+               (select string_agg(attname, ', ' order by attnum) as facts
+                  from pg_attribute where attrelid = 'app.report_row_facts'::regclass and attnum > 0 and not attisdropped) r
+         where write_rule not in ('own-user', 'server'));
     gathered text := (select quote_literal(array_agg(name order by name)::text)
                         from app.collections where write_rule not in ('own-user', 'server'));
 begin

@@ -116,6 +116,13 @@ $$;
 -- deleted by hand, or compacted, and pushed again; an imported one): the chain goes on
 -- from its last entry. Its row is new and uncommitted, so no other writer appends to that
 -- chain meanwhile (a concurrent insert of the same id waits on the unique index).
+--
+-- The last entry's hash is read by a join, not a scalar sub-select in the lateral: the
+-- sub-select made `prev` an expression holding a subplan, and PostgreSQL does not inline a
+-- function that uses such an argument twice, so app.history_field(prev) ran as a SQL function
+-- of its own: its body read and planned in every statement, executed per entry (~2% of a lone
+-- push's backend CPU, docs/performance.md, "A report's facts computed by its push's INSERT").
+-- The same value: the last entry's hash, '' when the report has none.
 create or replace function app.record_report_inserts() returns trigger
 language plpgsql security definer set search_path = app, pg_temp as $$
 declare
@@ -128,8 +135,9 @@ begin
            app.history_hash(l.prev, n.id, n.partition, n.seq, n.version, entry_user, entry_device, entry_at,
                             'insert', n.doc)
       from new_reports n
-      cross join lateral (select coalesce((select h.hash from app.report_history h where h.report_id = n.id
-                                            order by h.id desc limit 1), '') as prev) l
+      left join lateral (select h.hash from app.report_history h where h.report_id = n.id
+                          order by h.id desc limit 1) last on true
+      cross join lateral (select coalesce(last.hash, '') as prev) l
      order by n.seq;
     return null;
 end

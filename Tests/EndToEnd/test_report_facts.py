@@ -206,3 +206,58 @@ def test_a_statement_cannot_set_the_plain_expression_facts(cur):
     assert plain(cur, report_id) == ("", 0, False, None, None, None, None, False)
     cur.execute("update sync.reports set deleted = false, doc = '{\"location\": [5, 6]}' where id = %s", (report_id,))
     assert plain(cur, report_id) == ("", 0, False, None, None, 5.0, 6.0, True)
+
+
+# A push's new reports get their facts from app.insert_documents' INSERT, computed for the whole
+# statement; every other insert, and every update, from the trigger (Migrations/0108). Both read
+# app.report_row_facts: the two must store the same 22 values, byte for byte.
+PUSHED = [
+    {"date": "2024-03-05T10:00:00+02:00", "vessel": {"name": "Ōcean Stár", "permitNumber": "CR-2023-01234"},
+     "captain": {"name": "José Núñez", "license": "L/1"}, "crew": [{"name": "Ana"}, {"license": "K9"}, "not an object"],
+     "inspection": {"summary": {"violations": [{"disposition": "Warning", "offence": {"code": "B-12", "explanation": "Nets"}},
+                                               {"disposition": "Citation", "offence": {"code": ""}}, {"disposition": ""}],
+                                "safetyLevel": {"level": "Red"}},
+                    "actualCatch": [{"fish": "Tuna", "weight": 10, "unit": "lbs"}, {"fish": "Cod", "weight": 2},
+                                    {"fish": "", "weight": 3}, {"fish": "Bass", "weight": "4"}]},
+     "notes": [{"note": "Straße"}, {"other": 1}], "reportingOfficer": {"email": "A@B.C"}, "location": [3, 4]},
+    {}, {"draft": True, "location": [1]}, {"draft": "true", "location": ["1", 2]},
+    {"crew": {"name": "no"}, "notes": "text", "inspection": {"summary": {"violations": {"disposition": "Warning"}}, "actualCatch": 5}},
+    {"date": "not a date", "timestamp": "2024-01-01T00:00:00Z"},
+] + [{"notes": [{"note": text}]} for text in SEARCH_TEXTS]
+
+
+def row_facts(cur, alias):
+    """The 22 fact columns (app.report_row_facts' fields) of the table alias, as one row."""
+    cur.execute("select string_agg(%s || '.' || attname, ', ' order by attnum) from pg_attribute "
+                "where attrelid = 'app.report_row_facts'::regclass and attnum > 0 and not attisdropped", (alias,))
+    return f"row({cur.fetchone()[0]})"
+
+
+def test_a_push_stores_the_facts_the_trigger_stores(cur):
+    """The same documents pushed (app.insert_documents, unguarded and guarded) and inserted by a
+    plain statement (the trigger): every fact equal, nulls included, the search vector too."""
+    cur.execute("select doc from sync.reports where not deleted and doc is not null order by seq desc limit 20")
+    docs = PUSHED + [r[0] for r in cur.fetchall()]
+    tag = uuid.uuid4().hex[:8]
+    for guarded in (False, True):
+        ids = [f"pushed-{tag}-{guarded}-{k}" for k in range(len(docs))]
+        cur.execute("select count(*) from app.insert_documents('reports', null, %s, %s, %s, %s::jsonb, guarded => %s)",
+                    (ids, ids, [partition(cur)] * len(ids), json.dumps(docs), guarded))
+        for k, doc in enumerate(docs):
+            cur.execute("insert into sync.reports (id, partition, doc, seq) values (%s, %s, %s, 0)",
+                        ("plain-" + ids[k], partition(cur), json.dumps(doc)))
+    cur.execute(f"""select count(*), count(*) filter (where {row_facts(cur, 'a')} is distinct from {row_facts(cur, 'b')}),
+                           count(*) filter (where a.search::text <> b.search::text)
+                      from sync.reports a join sync.reports b on b.id = 'plain-' || a.id
+                     where a.id like %s""", (f"pushed-{tag}-%",))
+    assert cur.fetchone() == (2 * len(docs), 0, 0)
+
+
+def test_every_stored_report_has_its_documents_facts(cur):
+    """Every report in the database, however it was written (pushes, the trigger, the seed,
+    earlier tests), stores what app.report_row_facts computes from its document now."""
+    cur.execute("set local max_parallel_workers_per_gather = 0")  # app.iso_time's exception block
+    cur.execute(f"""select count(*), count(*) filter (where {row_facts(cur, 'r')} is distinct from {row_facts(cur, 'f')})
+                      from sync.reports r, app.report_row_facts(r.doc, r.deleted) f""")
+    total, differing = cur.fetchone()
+    assert total > 0 and differing == 0
