@@ -2,8 +2,9 @@
 HTTPS through nginx, one per push and 25 per push, and the write-acknowledged latency on
 one kept-alive connection, each against PostgreSQL alone doing the same INSERTs as the
 worker role under the same claims (pgbench: app.authenticate with the same token, so the
-same row-level security, generated columns, indexes and triggers; the job runner then
-folds the reports into the dashboards' summaries, for both).
+same row-level security, generated columns, indexes and triggers, and the report's facts
+written by the INSERT as a push's are; the job runner then folds the reports into the
+dashboards' summaries, for both).
 
 Server CPU per document comes from the processes' own counters (/proc/<pid>/stat utime +
 stime, before and after): the FastCGI workers, every PostgreSQL process (the postmaster's
@@ -229,14 +230,28 @@ def tideway_run(tok, doc, batch, connections):
 
 # The limit: the same INSERTs as the worker role, same claims, in PostgreSQL alone (pgbench)
 
+def facts_columns():
+    """The report's facts, as app.report_row_facts names them (Migrations/0108). A push's
+    INSERT writes them itself, computed for the whole statement, and the report's BEFORE
+    trigger then does not fire; the limit's INSERT writes them the same way, so that it does
+    the same work by the best plain SQL, not the trigger's per-row query on top."""
+    with psycopg2.connect(ADMIN) as conn, conn.cursor() as cur:
+        cur.execute("select string_agg(attname, ', ' order by attnum) from pg_attribute "
+                    "where attrelid = 'app.report_row_facts'::regclass and attnum > 0 and not attisdropped")
+        return cur.fetchone()[0]
+
+
 def pg_script(tok, doc, batch, prefix):
     literal = json.dumps(doc).replace("'", "''")
+    facts = facts_columns()
     return (
         "begin;\n"
         f"select count(*) from app.authenticate(sha256(convert_to('{tok}', 'UTF8')), 'access');\n"
-        "insert into sync.reports (id, partition, doc, seq, updated_by) "
-        f"select x.id, '{PARTITION}', jsonb_set('{literal}'::jsonb, '{{_id}}', to_jsonb(x.id)), app.tick('{PARTITION}'), app.uid() "
-        f"from (select '{prefix}' || gen_random_uuid() as id from generate_series(1, {batch})) x;\n"
+        f"insert into sync.reports (id, partition, doc, seq, updated_by, {facts}) "
+        f"select x.id, '{PARTITION}', x.doc, app.tick('{PARTITION}'), app.uid(), f.{facts.replace(', ', ', f.')} "
+        f"from (select y.id, jsonb_set('{literal}'::jsonb, '{{_id}}', to_jsonb(y.id)) as doc "
+        f"from (select '{prefix}' || gen_random_uuid() as id from generate_series(1, {batch})) y) x "
+        "cross join lateral app.report_row_facts(x.doc, false) f;\n"
         "commit;\n")
 
 
