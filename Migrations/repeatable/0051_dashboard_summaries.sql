@@ -83,14 +83,20 @@ begin
             where r.partition = s.partition and r.is_boarding
               and r.boarded_at >= s.day::timestamp at time zone 'UTC' and r.boarded_at < (s.day + 1)::timestamp at time zone 'UTC'
               and @key_of_r@ = s.@key@ and app.is_located(r.lon, r.lat))
-      from unnest(deltas) gone
-     where gone.sign < 0 and gone.located and gone.day is not null
-       and s.partition = gone.partition and s.day = gone.day and s.@key@ = gone.@key@
-       and (gone.lon in (s.west, s.east) or gone.lat in (s.south, s.north));$r$, '@table@', s[1]), '@key@', s[2]), '@key_of_r@', s[3]);
+      from (select partition, day, @key@, min(lon) as west, max(lon) as east, min(lat) as south, max(lat) as north
+              from unnest(deltas) where sign < 0 and located and day is not null
+             group by partition, day, @key@) gone
+     where s.partition = gone.partition and s.day = gone.day and s.@key@ = gone.@key@
+       and (gone.west <= s.west or gone.east >= s.east or gone.south <= s.south or gone.north >= s.north);$r$, '@table@', s[1]), '@key@', s[2]), '@key_of_r@', s[3]);
     end loop;
     -- Adds a statement's deltas to the three tables, one grouped upsert each; then a
     -- boarding taken away from an edge of its day's bounds has the bounds read again from
-    -- what remains (one day of one agency, from the dashboard index).
+    -- what remains (one day of one agency, from the dashboard index), once per summary row
+    -- whatever the number of boardings taken from it: the removals' extremes of a row reach
+    -- its bounds exactly when one of them lies on an edge (a counted boarding lies within).
+    -- (Read again per boarding taken away, a mass deletion of copies of one boarding cost
+    -- seconds: 2,000 removals × 3,000 boardings of the day; docs/performance.md, "The summary
+    -- fold after a mass deletion".)
     execute replace(replace($f$
 create or replace function app.apply_boarding_deltas(deltas app.boarding_delta[]) returns void
 language plpgsql as $$
@@ -137,6 +143,7 @@ declare
     clock bigint;
     changes app.boarding_change[];
     removals bigint[];
+    gone text[];
 begin
     insert into app.summary_watermarks (partition, seq) values (p, 0) on conflict (partition) do nothing;
     select w.seq into mark from app.summary_watermarks w where w.partition = p for update;
@@ -146,15 +153,19 @@ begin
     -- A change is a report whose current version counts otherwise than it did. (Each
     -- candidate's report and contribution are looked up by key, as sub-selects: as joins,
     -- the planner hashed the agency's whole tables for a few dozen candidates.)
+    -- (The report is found by its key alone and its partition tested after: with the
+    -- partition in the index condition the planner took the pull index, reading the
+    -- partition's whole range for each removed id. `seen` is materialized, so each lookup
+    -- runs once, not once for the filter and again for the aggregate.)
     with candidates as (
         select r.id from sync.reports r where r.partition = p and r.seq > mark
         union
         select x.id from app.boarding_removals x where x.partition = p
-    ), seen as (
+    ), seen as materialized (
         select k.id,
                (select c.delta from app.boarding_contributions c where c.partition = p and c.id = k.id) as was,
-               (select case when r.is_boarding then app.boarding_delta(1, r) end
-                  from sync.reports r where r.id = k.id and r.partition = p) as now
+               (select case when r.partition = p and r.is_boarding then app.boarding_delta(1, r) end
+                  from sync.reports r where r.id = k.id) as now
           from candidates k
     )
     select (select c.seq from app.partition_clocks c where c.partition = p),
@@ -168,8 +179,12 @@ begin
             select d from unnest(changes) f, lateral (values (app.negated(f.was)), (f.now)) v(d) where (d).sign is not null));
         -- (A delta's sign is never null: `(d).sign is null` says "counts nothing", whatever
         -- its other fields hold.)
-        delete from app.boarding_contributions c using unnest(changes) f
-         where c.partition = p and c.id = f.id and (f.now).sign is null;
+        -- (By key from an array variable, a constant to the planner: as a join with unnest,
+        -- it rescanned the changes for each of the agency's contributions, 5,000 × 2,000
+        -- after a mass deletion; with the array a sub-select's, it searched the array
+        -- element by element for each.)
+        gone := array(select f.id from unnest(changes) f where (f.now).sign is null);
+        delete from app.boarding_contributions c where c.partition = p and c.id = any(gone);
         insert into app.boarding_contributions as c (partition, id, delta)
         select p, f.id, f.now from unnest(changes) f where (f.now).sign is not null
         on conflict (partition, id) do update set delta = excluded.delta;
@@ -180,31 +195,51 @@ begin
 end
 $$;
 
--- Folds every agency partition with changes (or removals) not yet in the summaries, in
--- partition order (so two folds never wait for each other in a cycle); answers how many
--- reports changed what they count. Every partition has a clock (users', teams',
--- conversations'), and partition_kind's regular expressions cost ~20 µs a row: the prefix
--- test first keeps a turn with nothing to fold from costing that for every user of the
--- server (0.69 → 0.06 ms on 31 clocks; docs/performance.md, "The summary fold off the
+-- The agency partitions with changes (or removals) not yet in the summaries; a fold of every
+-- one of them, in partition order (so two folds never wait for each other in a cycle),
+-- answers how many reports changed what they count. Every partition has a clock (users',
+-- teams', conversations'), and partition_kind's regular expressions cost ~20 µs a row: the
+-- prefix test first keeps a turn with nothing to fold from costing that for every user of
+-- the server (0.69 → 0.06 ms on 31 clocks; docs/performance.md, "The summary fold off the
 -- event's tail").
+-- partition_kind's test comes last, for the clocks ahead of their watermark only (offset 0
+-- keeps the planner from moving it down to every agency clock: ~10 µs each, most of an
+-- idle check's cost). Union all: `exists` over it stops at the first row (the job runner's
+-- idle check below).
+create or replace view app.summaries_behind as
+    select b.partition from (
+        select c.partition from app.partition_clocks c
+          left join app.summary_watermarks w on w.partition = c.partition
+         where c.partition like 'agency=%' and c.seq > coalesce(w.seq, 0)
+        offset 0) b
+     where app.partition_kind(b.partition) = 'agency'
+    union all
+    select x.partition from app.boarding_removals x;
+
 create or replace function app.fold_boarding_summaries() returns integer
 language plpgsql security definer set search_path = app, pg_temp as $$
 declare
     p text;
     total integer := 0;
 begin
-    for p in
-        select c.partition from app.partition_clocks c
-          left join app.summary_watermarks w on w.partition = c.partition
-         where c.partition like 'agency=%' and app.partition_kind(c.partition) = 'agency'
-           and c.seq > coalesce(w.seq, 0)
-        union
-        select x.partition from app.boarding_removals x
-        order by 1
-    loop
+    for p in select distinct b.partition from app.summaries_behind b order by 1 loop
         total := total + app.fold_boarding_summaries(p);
     end loop;
     return total;
+end
+$$;
+
+-- The job runner's turn is this one statement when there is nothing to do (JobRunner): is a
+-- job due, is any summary behind? Before, an idle turn ran two transactions of four
+-- statements each, ~1 ms of its backend's CPU every half second (docs/performance.md, "The
+-- summary fold after a mass deletion").
+-- (PL/pgSQL, whose plans a session keeps: a SQL function's body is planned at every call,
+-- which cost as much as the two transactions it replaces.)
+create or replace function app.job_runner_work(out jobs_due boolean, out fold_due boolean)
+language plpgsql stable security definer set search_path = app, pg_temp as $$
+begin
+    jobs_due := exists (select from app.jobs j where j.state = 'pending' and j.run_after <= now());
+    fold_due := exists (select from app.summaries_behind);
 end
 $$;
 

@@ -47,8 +47,9 @@ public final class JobRunner {
     /// turn's own time).
     public static let foldEvery = 0.5
 
-    /// Runs the jobs due and folds the summaries every half second, sweeping unreferenced
-    /// blobs every `sweepEvery` seconds. Never returns.
+    /// Runs the jobs due and folds the summaries every half second (each only when
+    /// `workPending` says there is something to do), sweeping unreferenced blobs every
+    /// `sweepEvery` seconds. Never returns.
     ///
     /// The runner does not LISTEN for new jobs: PostgreSQL 15 signals every listening
     /// backend of the database at every commit that notifies, whatever the channel, so its
@@ -61,8 +62,9 @@ public final class JobRunner {
         var lastSweep = Date.distantPast
         while true {
             do {
-                _ = try runDue()
-                try foldSummaries()
+                let work = try workPending()
+                if work.jobsDue { _ = try runDue() }
+                if work.foldDue { try foldSummaries() }
                 if Date().timeIntervalSince(lastSweep) >= sweepEvery {
                     lastSweep = Date()
                     let result = try BlobSweep.run(connection: connection, store: store)
@@ -76,6 +78,15 @@ public final class JobRunner {
             }
             Thread.sleep(forTimeInterval: Self.foldEvery)
         }
+    }
+
+    /// Whether a job is due and whether any summary is behind, in one statement outside a
+    /// transaction: a turn with nothing to do is that statement alone, not the claim's and
+    /// the fold's two transactions of four statements each (~1 ms of its backend's CPU every
+    /// half second; docs/performance.md, "The summary fold after a mass deletion").
+    func workPending() throws -> (jobsDue: Bool, foldDue: Bool) {
+        let row = try connection.execute("select jobs_due, fold_due from app.job_runner_work()").first
+        return (row?.bool("jobs_due") ?? true, row?.bool("fold_due") ?? true)
     }
 
     /// Folds the report changes of every agency not yet in the dashboards' daily summaries

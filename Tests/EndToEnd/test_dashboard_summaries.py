@@ -3,9 +3,9 @@ in batches, off the write path (0087: by the job runner every half second, here 
 `fold_summaries` at once): after any mix of writes through the sync API — inserts, edits
 that change a summarized fact and edits that change none, a date moved to another day, a
 draft made final and back, a location moved off the edge of the bounds, deletes,
-concurrent pushes, compaction, a writer still uncommitted while a fold runs — a fold leaves
-the tables holding exactly what the *_computed views compute from the reports themselves,
-and the write itself changes no summary."""
+concurrent pushes, compaction, a mass deletion, a writer still uncommitted while a fold
+runs — a fold leaves the tables holding exactly what the *_computed views compute from the
+reports themselves, and the write itself changes no summary."""
 import random
 import signal
 import subprocess
@@ -20,7 +20,7 @@ import pytest
 from conftest import ADMIN_DB, admin_db, fold_summaries, new_user, worker_db
 from patrol_support import TIDEWAY, runner_backends, stack_runner_paused, tool_env, wait_for  # noqa: F401 (a fixture)
 from synclib import Client, change, new_agency
-from test_dashboards import report_doc
+from test_dashboards import insert_report, report_doc
 
 TABLES = ("boarding_days", "officer_days", "tally_days")
 
@@ -189,23 +189,17 @@ def test_the_job_runner_folds_the_changes_without_being_asked(agency):
     assert drift(p, fold=False) == {}
 
 
-def test_a_runner_killed_mid_fold_loses_nothing_and_counts_nothing_twice(stack_runner_paused):
-    """`tideway jobs` killed in the middle of a fold (one partition folded, the next waiting
-    for its watermark) commits nothing of it: its COMMIT is sent only after the fold's
-    statement answers. The next fold then counts every change once."""
-    first, second = sorted("agency=" + new_agency() for _ in range(2))  # folded in this order
-    clients = {p: Client(new_user("officer", p[len("agency="):])) for p in (first, second)}
-    ids = {p: [f"kill-{uuid.uuid4().hex[:10]}" for _ in range(2)] for p in (first, second)}
-    push_ok(clients[second], [change("insert", "reports", second, ids[second][0],
-                                     report(ids[second][0], clients[second].email, "2026-01-05T10:00:00Z"))])
-    fold_summaries(second)
+def kill_a_runner_folding_up_to(held, writes):
+    """Holds the watermark of the partition `held`, runs `writes()`, starts a runner of the
+    test's own (`tideway jobs`) and kills it (SIGKILL) once its fold waits for that
+    watermark, every partition before it folded in the same transaction; returns once the
+    killed runner's backend is gone."""
     holder = psycopg2.connect(ADMIN_DB)
     runner = None
     try:
-        with holder.cursor() as cur:  # the second partition's fold will wait for this
-            cur.execute("select seq from app.summary_watermarks where partition = %s for update", (second,))
-        for p, rid in ((first, ids[first][0]), (first, ids[first][1]), (second, ids[second][1])):
-            push_ok(clients[p], [change("insert", "reports", p, rid, report(rid, clients[p].email, "2026-01-06T10:00:00Z"))])
+        with holder.cursor() as cur:  # the held partition's fold will wait for this
+            cur.execute("select seq from app.summary_watermarks where partition = %s for update", (held,))
+        writes()
         runner = subprocess.Popen([TIDEWAY, "jobs"], env=tool_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         waiting = lambda: [pid for pid, (query, wait) in runner_backends(runner.pid).items()
                            if "fold_boarding_summaries" in (query or "") and wait == "Lock"]
@@ -224,6 +218,23 @@ def test_a_runner_killed_mid_fold_loses_nothing_and_counts_nothing_twice(stack_r
             cur.execute("select count(*) from pg_stat_activity where pid = %s", (fold_backend,))
             return cur.fetchone()[0] == 0
     assert wait_for(gone, timeout=30)
+
+
+def test_a_runner_killed_mid_fold_loses_nothing_and_counts_nothing_twice(stack_runner_paused):
+    """`tideway jobs` killed in the middle of a fold (one partition folded, the next waiting
+    for its watermark) commits nothing of it: its COMMIT is sent only after the fold's
+    statement answers. The next fold then counts every change once."""
+    first, second = sorted("agency=" + new_agency() for _ in range(2))  # folded in this order
+    clients = {p: Client(new_user("officer", p[len("agency="):])) for p in (first, second)}
+    ids = {p: [f"kill-{uuid.uuid4().hex[:10]}" for _ in range(2)] for p in (first, second)}
+    push_ok(clients[second], [change("insert", "reports", second, ids[second][0],
+                                     report(ids[second][0], clients[second].email, "2026-01-05T10:00:00Z"))])
+    fold_summaries(second)
+
+    def writes():
+        for p, rid in ((first, ids[first][0]), (first, ids[first][1]), (second, ids[second][1])):
+            push_ok(clients[p], [change("insert", "reports", p, rid, report(rid, clients[p].email, "2026-01-06T10:00:00Z"))])
+    kill_a_runner_folding_up_to(second, writes)
     # The first partition's fold went with the killed runner's transaction.
     assert summary_total(first) == 0 and summary_total(second) == 1
     assert drift(first) == {} and drift(second) == {}
@@ -295,3 +306,107 @@ def test_summaries_are_read_under_row_level_security_and_written_by_no_worker(ag
                 cur.execute(statement, (p,))
             cur.execute("rollback to savepoint s")
     assert summary_total(p) == 1
+
+
+def mass_of_reports(partition, officer, count):
+    """`count` boardings written straight to the table (as an import would): half copies of
+    one boarding (one day, one place: every removal of one is on its day's bounds, the case
+    that cost seconds a fold), half spread over ten days and a square degree."""
+    rng = random.Random(partition)
+    ids = []
+    with admin_db() as conn, conn.cursor() as cur:
+        for i in range(count):
+            if i % 2:
+                ids.append(insert_report(cur, partition, officer, "2026-04-01T08:00:00Z", [("Warning", "V1")], "Amber",
+                                         [("Tuna", 10, "kg")], (9.5, -0.5)))
+            else:
+                ids.append(insert_report(cur, partition, officer, f"2026-04-{rng.randint(2, 11):02d}T12:00:00Z",
+                                         [("Citation", f"V{rng.randint(1, 4)}")] if rng.random() < 0.5 else [],
+                                         rng.choice(["Green", "Amber", "Red"]), [("Cod", rng.randint(1, 50), "kg")],
+                                         (9 + rng.random(), -rng.random())))
+    return ids
+
+
+def pending_removals(partition):
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("select count(*) from app.boarding_removals where partition = %s", (partition,))
+        return cur.fetchone()[0]
+
+
+def test_a_mass_deletion_mixed_with_inserts_and_edits_keeps_the_summaries_exact(agency):
+    """Hundreds of reports removed at once and in statements of 25 (as an operator's clean-up
+    or a retention job would), while reports are pushed and edited through the sync API: one
+    fold later the summaries equal their recount from the reports, bounds included."""
+    key, p, client = agency
+    me = client.email
+    ids = mass_of_reports(p, me, 400)
+    assert drift(p) == {} and summary_total(p) == 400
+    rng = random.Random(22)
+    gone = rng.sample(ids, 300)
+    pushed = [f"mass-{uuid.uuid4().hex[:10]}" for _ in range(4)]
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("delete from sync.reports where id = any(%s)", (gone[:150],))
+    push_ok(client, [change("insert", "reports", p, x, report(x, me, "2026-04-01T09:00:00Z", "Amber", [("Warning", "V1")],
+                                                               [("Tuna", 2, "kg")], (9.5, -0.5))) for x in pushed[:2]])
+    kept = [x for x in ids if x not in gone]
+    push_ok(client, [change("update", "reports", p, kept[0], {"location": [9.99, -0.01]}),
+                     change("update", "reports", p, kept[1], {"draft": True}),
+                     change("delete", "reports", p, kept[2])])
+    with admin_db() as conn, conn.cursor() as cur:
+        for i in range(150, 300, 25):
+            cur.execute("delete from sync.reports where id = any(%s)", (gone[i:i + 25],))
+            conn.commit()
+    push_ok(client, [change("insert", "reports", p, x, report(x, me, "2026-04-03T09:00:00Z", "Green")) for x in pushed[2:]])
+    # A removed id pushed again: it counts once, as the new report.
+    push_ok(client, [change("insert", "reports", p, gone[0], report(gone[0], me, "2026-04-05T09:00:00Z", "Red"))])
+    assert drift(p) == {}
+    assert summary_total(p) == 400 - 300 - 2 + 4 + 1
+    assert pending_removals(p) == 0
+    assert fold_summaries(p) == 0
+
+
+def test_a_runner_killed_mid_fold_during_a_mass_deletion_commits_none_of_it(stack_runner_paused):
+    """As the test above it, the first partition's fold taking away hundreds of removals:
+    killed while the next partition's fold waits, its backend commits nothing (the removals
+    stay noted, the summaries count the removed reports still); the next fold is exact."""
+    first, second = sorted("agency=" + new_agency() for _ in range(2))
+    officer = new_user("officer", first[len("agency="):])
+    ids = mass_of_reports(first, officer, 300)
+    second_client = Client(new_user("officer", second[len("agency="):]))
+    sid = f"kill-{uuid.uuid4().hex[:10]}"
+    push_ok(second_client, [change("insert", "reports", second, sid, report(sid, second_client.email, "2026-01-05T10:00:00Z"))])
+    assert drift(first) == {} and drift(second) == {}
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("delete from sync.reports where id = any(%s)", (ids[:250],))
+
+    def writes():
+        sid2 = f"kill-{uuid.uuid4().hex[:10]}"
+        push_ok(second_client, [change("insert", "reports", second, sid2, report(sid2, second_client.email, "2026-01-06T10:00:00Z"))])
+    kill_a_runner_folding_up_to(second, writes)
+    assert summary_total(first) == 300 and pending_removals(first) == 250
+    assert drift(first) == {} and drift(second) == {}
+    assert summary_total(first) == 50 and summary_total(second) == 2 and pending_removals(first) == 0
+    assert fold_summaries(first) == 0 and fold_summaries(second) == 0
+
+
+def test_the_runners_idle_check_sees_a_write_and_a_removal_until_they_are_folded(stack_runner_paused, agency):
+    """The job runner's turn with nothing to do is one statement, app.job_runner_work(): it
+    must say a fold is due whenever one would find work, or the dashboards would lag."""
+    key, p, client = agency
+
+    def fold_due():
+        with admin_db() as conn, conn.cursor() as cur:
+            cur.execute("select fold_due from app.job_runner_work()")
+            return cur.fetchone()[0]
+    fold_summaries()
+    assert fold_due() is False
+    rid = f"idle-{uuid.uuid4().hex[:10]}"
+    push_ok(client, [change("insert", "reports", p, rid, report(rid, client.email, "2026-01-05T10:00:00Z"))])
+    assert fold_due() is True
+    fold_summaries()
+    assert fold_due() is False
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("delete from sync.reports where id = %s", (rid,))
+    assert fold_due() is True
+    fold_summaries()
+    assert fold_due() is False and summary_total(p) == 0
