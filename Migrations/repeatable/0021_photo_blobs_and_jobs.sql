@@ -20,6 +20,14 @@ $$;
 drop policy if exists runner on app.jobs;
 create policy runner on app.jobs for all using (app.role() = 'jobs') with check (app.role() = 'jobs');
 
+-- The jobs due: pending, their backoff passed. One definition for the runner's claim
+-- (JobRunner.claim takes the first by `run_after, id` and locks its row through the view)
+-- and its idle check (app.job_runner_work, repeatable/0051). Read with the reader's rights
+-- (security_invoker), so the policy above still decides what a runner sees.
+create or replace view app.due_jobs with (security_invoker = true) as
+    select j.id, j.run_after from app.jobs j where j.state = 'pending' and j.run_after <= now();
+grant select, update on app.due_jobs to tideway_worker;
+
 create or replace function app.as_job_runner() returns void
 language sql as $$
     select set_config('tideway.role', 'jobs', true), set_config('tideway.user_id', '', true),

@@ -238,7 +238,7 @@ $$;
 create or replace function app.job_runner_work(out jobs_due boolean, out fold_due boolean)
 language plpgsql stable security definer set search_path = app, pg_temp as $$
 begin
-    jobs_due := exists (select from app.jobs j where j.state = 'pending' and j.run_after <= now());
+    jobs_due := exists (select from app.due_jobs);
     fold_due := exists (select from app.summaries_behind);
 end
 $$;

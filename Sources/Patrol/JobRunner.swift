@@ -144,8 +144,7 @@ public final class JobRunner {
             let row = try tx.query("""
                 update app.jobs set attempts = attempts + 1,
                        run_after = now() + make_interval(secs => least(600, power(2, attempts + 1)))
-                 where id = (select id from app.jobs where state = 'pending' and run_after <= now()
-                              order by run_after, id limit 1 for update skip locked)
+                 where id = (select id from app.due_jobs order by run_after, id limit 1 for update skip locked)
                 returning id, kind, partition, ref, attempts
                 """).first
             guard let row, let id = row.int64("id") else { return nil }
