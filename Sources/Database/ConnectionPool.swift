@@ -85,14 +85,15 @@ public final class ConnectionPool: @unchecked Sendable {
         return borrowed.count
     }
 
-    /// From now on, each connection the pool opens runs `warm` once, on a background thread
-    /// after its first borrower gives it back and before it is lent again: a pool opens
-    /// connections under a burst (up to one per thread) and lends the one given back last
-    /// first, so without it a write could land on a connection that only ever served reads,
-    /// and pay that connection's first write (docs/performance.md, "Connections the pool
-    /// opens later"). Its first borrower still meets it cold, as it would meet any connection
-    /// opened for it: warming before that first lend would put the warm-up on that request.
-    /// Connections `withEach` ran on count as warmed. Set once at start, before requests.
+    /// From now on, each connection the pool opens runs `warm` once, on a background thread,
+    /// after a borrower gives it back while another connection lies idle, and before it is
+    /// lent again. A pool opens connections under a burst (up to one per thread) and lends
+    /// the one given back last first, so without it a write could land on a connection that
+    /// only ever served reads and pay that connection's first write (docs/performance.md,
+    /// "Connections the pool opens later"). Its first borrower still meets it cold, as it
+    /// would meet any connection opened for it: warming before that first lend would put the
+    /// warm-up on that request. Connections `withEach` ran on count as warmed. Set once at
+    /// start, before requests.
     public func warmsConnectionsOpenedLater(_ warm: @escaping @Sendable (Connection) -> Void) {
         condition.lock()
         warmUp = warm
@@ -133,7 +134,11 @@ public final class ConnectionPool: @unchecked Sendable {
     private func giveBack(_ connection: Connection) {
         condition.lock()
         if connection.isHealthy && !connection.inTransaction {
-            if let warmUp, !connection.warmedUp {
+            // Only while another connection lies idle for the next borrower: with none, that
+            // borrower would open one more (a burst would climb to capacity, each connection
+            // warmed at its first return); this one goes back cold and is warmed at a later
+            // return instead.
+            if let warmUp, !connection.warmedUp, !idle.isEmpty {
                 // Still counted open, not idle: a borrower at capacity waits for it.
                 connection.warmedUp = true
                 condition.unlock()
