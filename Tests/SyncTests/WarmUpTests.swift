@@ -36,41 +36,20 @@ struct WarmUpTests {
     }
 
     @Test(.enabled(if: CatalogDatabase.conninfo != nil, "needs TIDEWAY_TEST_DATABASE (make test)"))
-    func aConnectionThePoolOpensLaterIsWarmedBeforeItServesAgainAndLeftClean() throws {
-        // Two connections: the one warmed at start, held by another thread while the borrower
-        // below opens the second, and given back first (a connection is warmed when it comes
-        // back while another lies idle).
-        let pool = ConnectionPool(conninfo: CatalogDatabase.conninfo!, capacity: 2)
-        #expect(WarmUp.writePath(pool, connections: 1).warmed == 1)
-        WarmUp.connectionsOpenedLater(pool)
-        // The pull's statements, prepared on the connection by the warm-up (its write path
-        // leaves nothing a session can see): the session-only trace that it ran.
+    func whatThePoolRunsOnAConnectionOpenedLaterLeavesItWarmAndClean() throws {
+        // `connectionsOpenedLater` has the pool run `warm` (when, is ConnectionPoolTests'; that
+        // the worker does, test_warm_up.py's). The pull's statements, prepared on the
+        // connection (its write path leaves nothing a session can see): the session-only
+        // trace that it ran.
+        let connection = try Connection(conninfo: CatalogDatabase.conninfo!)
         let pullPrepared: SQL = "select count(*)::text as n from pg_prepared_statements where statement like '%app.can_read(p.name)%'"
-        let holding = DispatchSemaphore(value: 0), letGo = DispatchSemaphore(value: 0), gone = DispatchSemaphore(value: 0)
-        Thread {
-            try? pool.withConnection { _ in
-                holding.signal()
-                letGo.wait()
-            }
-            gone.signal()
-        }.start()
-        holding.wait()
-        let cold = try pool.withConnection { connection -> String? in
-            letGo.signal()
-            gone.wait()
-            return try connection.execute(pullPrepared).rows[0]["n"]
-        }
-        #expect(cold == "0")
-        // Both at once: the second borrower waits for the warm-up, and finds what it left.
-        let row = try pool.withConnection { _ in
-            try pool.withConnection { connection in
-                try connection.execute("""
-                    select (\(pullPrepared)) as pull, coalesce(current_setting('tideway.user_id', true), '') as uid,
-                           coalesce(current_setting('tideway.agency', true), '') as agency,
-                           current_setting('statement_timeout') as timeout, app.uid() is null as nobody
-                    """).rows[0]
-            }
-        }
+        #expect(try connection.execute(pullPrepared).rows[0]["n"] == "0")
+        try WarmUp.warm(connection, until: .now() + .seconds(Int(WarmUp.budgetSeconds)))
+        let row = try connection.execute("""
+            select (\(pullPrepared)) as pull, coalesce(current_setting('tideway.user_id', true), '') as uid,
+                   coalesce(current_setting('tideway.agency', true), '') as agency,
+                   current_setting('statement_timeout') as timeout, app.uid() is null as nobody
+            """).rows[0]
         #expect(row["pull"] == "1")
         #expect(row["uid"] == "" && row["agency"] == "" && row["timeout"] == "0" && row.bool("nobody") == true)
     }
