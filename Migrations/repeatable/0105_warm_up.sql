@@ -24,15 +24,25 @@
 -- The made-up caller needs no row anywhere except for the device's row, whose user must
 -- exist (a foreign key): that insert fails on it, after the statements it warms (the
 -- update, the insert and its key check) have run, and only its own block is undone.
+-- The claims of the made-up officer both warm-ups run as, for the caller's transaction only:
+-- a new user id (also its login's) each time, of `agency`, which no agency has. The write
+-- path's below, and the worker's pull of a partition no agency has (Sync/WarmUp.swift).
+create or replace function app.claim_warm_up_officer(agency text) returns void
+language sql as $$
+    select set_config('tideway.user_id', made_up.id, true), set_config('tideway.role', 'officer', true),
+           set_config('tideway.agency', agency, true), set_config('tideway.login_id', made_up.id, true)
+      from (select gen_random_uuid()::text) as made_up(id)
+$$;
+
 create or replace function app.warm_up_write_path() returns void
 language plpgsql as $$
 declare
-    caller constant text := gen_random_uuid()::text;
-    p constant text := 'agency=warm-up-' || caller;
+    tag constant text := gen_random_uuid()::text;
+    p constant text := 'agency=warm-up-' || tag;
     client constant text := 'warm-up';
-    report_id constant text := 'warm-up-' || caller;
+    report_id constant text := 'warm-up-' || tag;
     report constant jsonb := jsonb_build_object(
-        '_id', 'warm-up-' || caller, 'draft', false, 'timestamp', '2026-01-01T10:00:00Z', 'date', '2026-01-01T09:00:00Z',
+        '_id', 'warm-up-' || tag, 'draft', false, 'timestamp', '2026-01-01T10:00:00Z', 'date', '2026-01-01T09:00:00Z',
         'location', jsonb_build_array(9.3, -0.8),
         'reportingOfficer', jsonb_build_object('name', jsonb_build_object('first', 'Warm', 'last', 'Up'), 'email', 'warm-up@invalid'),
         'vessel', jsonb_build_object('name', 'Warm-up', 'homePort', 'Nowhere', 'nationality', 'GA', 'permitNumber', 'WU-1'),
@@ -47,8 +57,7 @@ declare
                     'offence', jsonb_build_object('code', 'WU', 'explanation', 'warm-up'), 'disposition', 'Warning')))));
 begin
     begin
-        perform set_config('tideway.user_id', caller, true), set_config('tideway.role', 'officer', true),
-                set_config('tideway.agency', substr(p, 8), true), set_config('tideway.login_id', caller, true);
+        perform app.claim_warm_up_officer(substr(p, 8));
         begin
             perform app.open_first_push(client, 'warm-up', array['warm-up'], array[p], array['reports']);
         exception when foreign_key_violation then

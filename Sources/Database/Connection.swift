@@ -11,6 +11,8 @@ public final class Connection {
     /// test opened and rolls back, its opening statements preceded by `reset` (the claims a
     /// real transaction would have forgotten). nil: real transactions.
     package var nesting: [SQL]?
+    /// Set by its pool once the pool's warm-up ran on it, or was tried (`ConnectionPool`).
+    var warmedUp = false
 
     public init(conninfo: String) throws(DatabaseError) {
         self.conninfo = conninfo

@@ -15,6 +15,10 @@ public final class ConnectionPool: @unchecked Sendable {
     private var open = 0
     /// Tests only: the one connection every borrower gets (see `Connection.nesting`).
     private let pinned: Connection?
+    /// Runs once on each connection opened after `warmsConnectionsOpenedLater` (nil: none).
+    private var warmUp: (@Sendable (Connection) -> Void)?
+    /// One warm-up at a time, off the requests' threads.
+    private let warming = DispatchQueue(label: "tideway.pool.warm-up", qos: .utility)
 
     /// What the pools of this process report (set once at start, before any borrow: the
     /// worker sends it to its metrics). This target knows no metrics.
@@ -73,8 +77,27 @@ public final class ConnectionPool: @unchecked Sendable {
             for connection in borrowed { giveBack(connection) }
         }
         if borrowed.isEmpty, let failure { throw failure }
-        for connection in borrowed { try body(connection) }
+        for connection in borrowed {
+            // This work is the connection's warm-up: the pool does not run its own on it later.
+            connection.warmedUp = true
+            try body(connection)
+        }
         return borrowed.count
+    }
+
+    /// From now on, each connection the pool opens runs `warm` once, on a background thread,
+    /// after a borrower gives it back while another connection lies idle, and before it is
+    /// lent again. A pool opens connections under a burst (up to one per thread) and lends
+    /// the one given back last first, so without it a write could land on a connection that
+    /// only ever served reads and pay that connection's first write (docs/performance.md,
+    /// "Connections the pool opens later"). Its first borrower still meets it cold, as it
+    /// would meet any connection opened for it: warming before that first lend would put the
+    /// warm-up on that request. Connections `withEach` ran on count as warmed. Set once at
+    /// start, before requests.
+    public func warmsConnectionsOpenedLater(_ warm: @escaping @Sendable (Connection) -> Void) {
+        condition.lock()
+        warmUp = warm
+        condition.unlock()
     }
 
     private func borrow() throws(DatabaseError) -> Connection {
@@ -111,6 +134,21 @@ public final class ConnectionPool: @unchecked Sendable {
     private func giveBack(_ connection: Connection) {
         condition.lock()
         if connection.isHealthy && !connection.inTransaction {
+            // Only while another connection lies idle for the next borrower: with none, that
+            // borrower would open one more (a burst would climb to capacity, each connection
+            // warmed at its first return); this one goes back cold and is warmed at a later
+            // return instead.
+            if let warmUp, !connection.warmedUp, !idle.isEmpty {
+                // Still counted open, not idle: a borrower at capacity waits for it.
+                connection.warmedUp = true
+                condition.unlock()
+                let warmed = Lent(connection: connection)
+                warming.async { [self] in
+                    warmUp(warmed.connection)
+                    giveBack(warmed.connection)
+                }
+                return
+            }
             idle.append(connection)
         } else {
             open -= 1
@@ -119,4 +157,10 @@ public final class ConnectionPool: @unchecked Sendable {
         condition.signal()
         condition.unlock()
     }
+}
+
+/// A connection on its way to the warm-up thread and back: used by one thread at a time, as
+/// every connection of the pool is.
+private struct Lent: @unchecked Sendable {
+    let connection: Connection
 }

@@ -3,6 +3,15 @@ import Database
 /// The SQL of a pull: partition statuses, then one range scan per partition over the
 /// tables of its collections, each change already rendered as JSON text by PostgreSQL.
 enum PullQuery {
+    /// A pull's statements, in the order of its one round trip: the generic plans (0), the
+    /// statuses (1), then the page of each readable partition (statement n + 2), one change
+    /// more than `limit` (that row only tells there are more). PullRoute's, and the
+    /// warm-up's (Sync/WarmUp.swift), which prepares the same statements on a connection.
+    static func statements(_ readable: [PullAnswer.Entry], limit: Int) -> [SQL] {
+        [genericPlans, statuses(readable.map(\.name))]
+            + readable.map { changes(of: $0.partition, after: $0.cursor, limit: limit + 1) }
+    }
+
     /// Per partition: may the caller read it, its clock and compaction horizon. Prepared
     /// once per connection (function calls: no plan depends on the names).
     static func statuses(_ names: [String]) -> SQL {

@@ -217,9 +217,7 @@ enum PullRoute {
             if case .invalidPartition = entry.start { return entry.name }
             return nil
         }
-        // Statement 0: generic plans; 1: the statuses; statement n: the page of readable partition n - 2.
-        let statements = [PullQuery.genericPlans, PullQuery.statuses(readable.map(\.name))]
-            + readable.map { PullQuery.changes(of: $0.partition, after: $0.cursor, limit: request.limit + 1) }
+        let statements = PullQuery.statements(readable, limit: request.limit)
         return try context.asAPICallerReading(replicaAfter: primaryLSN, snapshot: true) { tx, _ in
             // A retry (a replica's recovery conflict) starts the answer again, unless it has gone out.
             try out.restart()

@@ -17,10 +17,12 @@ public final class SyncService: Sendable {
     }
 
     /// The pool's connections warmed for the first pushes (`WarmUp`; before the worker
-    /// accepts, bounded, never failing the start), the LISTEN thread for long polls and idle
-    /// polls answered from memory, and the presence sweep.
+    /// accepts, bounded, never failing the start), and those it opens later as it opens them;
+    /// the LISTEN thread for long polls and idle polls answered from memory, and the presence
+    /// sweep.
     public func start(conninfo: String, pool: ConnectionPool) {
         WarmUp.writePath(pool)
+        WarmUp.connectionsOpenedLater(pool)
         changes.startListening(conninfo: conninfo)
         Presence.startSweeping(pool)
     }

@@ -36,6 +36,42 @@ struct WarmUpTests {
     }
 
     @Test(.enabled(if: CatalogDatabase.conninfo != nil, "needs TIDEWAY_TEST_DATABASE (make test)"))
+    func whatThePoolRunsOnAConnectionOpenedLaterLeavesItWarmAndClean() throws {
+        // `connectionsOpenedLater` has the pool run `warm` (when, is ConnectionPoolTests'; that
+        // the worker does, test_warm_up.py's). The pull's statements, prepared on the
+        // connection (its write path leaves nothing a session can see): the session-only
+        // trace that it ran.
+        let connection = try Connection(conninfo: CatalogDatabase.conninfo!)
+        let pullPrepared: SQL = "select count(*)::text as n from pg_prepared_statements where statement like '%app.can_read(p.name)%'"
+        #expect(try connection.execute(pullPrepared).rows[0]["n"] == "0")
+        try WarmUp.warm(connection, until: .now() + .seconds(Int(WarmUp.budgetSeconds)))
+        let row = try connection.execute("""
+            select (\(pullPrepared)) as pull, coalesce(current_setting('tideway.user_id', true), '') as uid,
+                   coalesce(current_setting('tideway.agency', true), '') as agency,
+                   current_setting('statement_timeout') as timeout, app.uid() is null as nobody
+            """).rows[0]
+        #expect(row["pull"] == "1")
+        #expect(row["uid"] == "" && row["agency"] == "" && row["timeout"] == "0" && row.bool("nobody") == true)
+    }
+
+    @Test func theWarmUpStopsAtItsDeadline() throws {
+        // No time left: nothing is sent (no connection is even needed to tell).
+        #expect(throws: WarmUp.OutOfTime.self) { try WarmUp.timeout(statements: 1, until: .now()) }
+        // Plenty left: each statement's bound is the usual one.
+        #expect(try WarmUp.timeout(statements: 3, until: .now() + .seconds(10)).binds == [String(WarmUp.statementTimeoutMilliseconds)])
+        // 0.4 s left for three statements and the setting: each gets at most a quarter.
+        let share = try WarmUp.timeout(statements: 3, until: .now() + .milliseconds(400)).binds.first.flatMap { $0.flatMap { Int($0) } }
+        #expect(share.map { $0 > 0 && $0 <= 100 } == true)
+    }
+
+    @Test(.enabled(if: CatalogDatabase.conninfo != nil, "needs TIDEWAY_TEST_DATABASE (make test)"))
+    func aWarmUpWithNoTimeLeftWarmsNothingAndSaysSo() {
+        let outcome = WarmUp.writePath(ConnectionPool(conninfo: CatalogDatabase.conninfo!, capacity: 2), budget: 0)
+        #expect(outcome.warmed == 0)
+        #expect(outcome.failure?.contains("spent") == true)
+    }
+
+    @Test(.enabled(if: CatalogDatabase.conninfo != nil, "needs TIDEWAY_TEST_DATABASE (make test)"))
     func theFunctionUndoesItselfInsideItsCallersTransaction() throws {
         let connection = try Connection(conninfo: CatalogDatabase.conninfo!)
         // In the caller's transaction, right after the call, nothing of the made-up push is
