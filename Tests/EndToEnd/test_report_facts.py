@@ -82,6 +82,11 @@ def test_documents_without_the_arrays(cur):
     assert got["boarded_at"].isoformat() == "2024-01-01T00:00:00+00:00"
 
 
+# Since 0108 an INSERT that writes `search` is trusted with every fact, as app.insert_documents
+# is (the sync path's writer of reports); one that does not, whoever runs it, gets the
+# trigger's facts whatever it wrote, and every update recomputes them. This test and
+# test_a_statement_cannot_set_the_plain_expression_facts forge facts on updates and on inserts
+# that leave `search` out: the boundary 0108 draws.
 def test_a_statement_cannot_set_the_facts_and_updates_recompute_them(cur):
     report_id = insert(cur, {"vessel": {"name": "Alpha"}, "inspection": {"summary": {"violations": [{"disposition": "Warning"}]}}})
     cur.execute("update sync.reports set vessel_key = 'forged', violation_count = 99, search = 'forged'::tsvector "
