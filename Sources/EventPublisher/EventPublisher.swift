@@ -133,7 +133,7 @@ public final class EventPublisher {
                     publish(note.channel, note.payload)
                 }
                 // Lag: from reading the notification (delivered at commit) to nginx's answer.
-                publishLag.recordSeconds(Double(DispatchTime.now().uptimeNanoseconds - received.uptimeNanoseconds) / 1e9)
+                publishLag.recordSeconds(received.secondsElapsed)
             }
             if !connection.isHealthy { throw DatabaseError(kind: .unavailable, detail: "listener connection lost") }
             if nextCheckpoint.timeIntervalSinceNow <= 0 {
@@ -294,7 +294,7 @@ public final class EventPublisher {
                                           revocationsAfter: revocationsHandled, maxChanges: Self.maxCarriedChanges,
                                           maxBytes: carryBytes, key: cursorKey)
             }
-            let took = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e6
+            let took = started.secondsElapsed * 1000
             Log.info("events: reader warmed in \(String(format: "%.1f", took)) ms")
         } catch {
             Log.warning("events: reader not warmed: \(error)")

@@ -50,7 +50,7 @@ package enum WarmUp {
         } catch {
             outcome.failure = "\(error)"
         }
-        outcome.seconds = seconds(since: started)
+        outcome.seconds = started.secondsElapsed
         let took = String(format: "%.1f ms", outcome.seconds * 1000)
         if let failure = outcome.failure {
             Log.warning("warm-up: \(outcome.warmed) connections warmed in \(took), then skipped: \(failure)")
@@ -68,7 +68,7 @@ package enum WarmUp {
             let started = DispatchTime.now()
             do {
                 try warm(connection, until: started + .nanoseconds(Int(budgetSeconds * 1e9)))
-                Log.info("warm-up: a connection opened later warmed in \(String(format: "%.1f ms", seconds(since: started) * 1000))")
+                Log.info("warm-up: a connection opened later warmed in \(String(format: "%.1f ms", started.secondsElapsed * 1000))")
             } catch {
                 Log.warning("warm-up: a connection opened later not warmed: \(error)")
             }
@@ -116,9 +116,5 @@ package enum WarmUp {
         let share = left / 1_000_000 / max(1, statements + 1)
         guard share > 0 else { throw OutOfTime() }
         return "select set_config('statement_timeout', \(String(min(statementTimeoutMilliseconds, share))), true)"
-    }
-
-    static func seconds(since started: DispatchTime) -> Double {
-        Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
     }
 }

@@ -47,7 +47,7 @@ public enum Metrics {
 
     /// One answered request.
     static func record(method: String, route: String?, status: Int, since start: DispatchTime) {
-        let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+        let elapsed = start.secondsElapsed
         let series = RequestSeries.of(method: method, route: route ?? "unmatched", status: status)
         series.requests.increment()
         series.duration.recordSeconds(elapsed)

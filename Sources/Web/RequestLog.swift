@@ -46,7 +46,7 @@ public enum RequestLog {
     }
 
     static func write(_ context: RequestContext, status: Int, since start: DispatchTime) {
-        let milliseconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e6
+        let milliseconds = start.secondsElapsed * 1000
         Log.line(line(context, status: status, milliseconds: milliseconds))
     }
 }
