@@ -80,8 +80,10 @@ public struct CollectionSchema: Sendable {
 
     /// The document as it should be stored (statuses and colours normalized), or the first violation.
     public func validate(_ document: JSON) throws(SchemaViolation) -> JSON {
+        let schema = Schema.object(fields)
         var path = JSONPointer()
-        let validated = try SchemaValidator.check(document, against: .object(fields), at: &path) ?? document
+        let validated = SchemaValidator.isValidAsIs(document, against: schema)
+            ? document : try SchemaValidator.check(document, against: schema, at: &path) ?? document
         let object = validated.objectValue ?? [:]
         for rule in rules {
             if let violation = rule(object) { throw violation }

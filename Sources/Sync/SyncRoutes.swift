@@ -53,10 +53,14 @@ enum PushRoute {
         guard raw.count <= limits.changesPerPush else {
             throw AppError(.tooLarge, "at most \(limits.changesPerPush) changes per push")
         }
+        let checkStrings = InlinePictures.mayRefuse(bodyBytes: context.jsonBodyBytes ?? .max, limit: limits.stringBytes,
+                                                    documentLimit: limits.documentBytes)
         let inputs: [WritePath.Input] = try raw.map { value in
             let changeID = try Change.changeID(of: value)
             return Result { () throws(ChangeRejection) in
-                try InlinePictures.checkStrings(of: value, limit: limits.stringBytes, documentLimit: limits.documentBytes)
+                if checkStrings {
+                    try InlinePictures.checkStrings(of: value, limit: limits.stringBytes, documentLimit: limits.documentBytes)
+                }
                 return try Change(value, changeID: changeID)
             }
                 .mapError { WritePath.Refused(changeID: changeID, rejection: $0) }

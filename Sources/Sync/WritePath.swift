@@ -227,8 +227,8 @@ public enum WritePath {
         case .failure(let violation):
             throw .invalid("\(change.collection.rawValue) \(violation.path): \(violation.message)", path: violation.path)
         }
-        let serialized = checked.serialized()
-        if serialized.utf8.count > limits.documentBytes {
+        let serialized = checked.serializedBytes()
+        if serialized.count > limits.documentBytes {
             throw ChangeRejection(code: .tooLarge, message: "the document is larger than \(limits.documentBytes) bytes", path: nil)
         }
         prepared.document = checked

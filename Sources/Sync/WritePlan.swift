@@ -22,7 +22,8 @@ extension WritePath {
             var changeIDs: [String] = []
             var ids: [String] = []
             var partitions: [String] = []
-            var docs: [String] = []
+            /// The documents as the text of one JSON array, its `]` still to come.
+            var docs: [UInt8] = [UInt8(ascii: "[")]
             /// One change alone is cheaper through apply_change when a savepoint guards it
             /// either way (the usual path: apply_change's INSERT is a one-row VALUES).
             var single: SQL?
@@ -63,7 +64,7 @@ extension WritePath {
         }
 
         /// `document`: the serialized document to store (`Prepared.serialized`), nil for a delete.
-        mutating func write(_ change: Change, document: String?, intents: [JSON], expectedVersion: Int64?, isNew: Bool) {
+        mutating func write(_ change: Change, document: [UInt8]?, intents: [JSON], expectedVersion: Int64?, isNew: Bool) {
             if !deviceSet {
                 // For the report history (0020): the push's clientId; without one the back
                 // office ("web"), unless the server's own job already named itself.
@@ -89,7 +90,8 @@ extension WritePath {
             group.changeIDs.append(change.changeID)
             group.ids.append(change.id)
             group.partitions.append(change.partition.description)
-            group.docs.append(document)
+            if group.ids.count > 1 { group.docs.append(UInt8(ascii: ",")) }
+            group.docs.append(contentsOf: document)
             newDocuments[change.collection] = group
         }
 
@@ -112,10 +114,12 @@ extension WritePath {
                 if group.ids.count == 1, !oneTrip, let single = group.single {
                     all[group.statement] = single
                 } else {
+                    var array = group.docs
+                    array.append(UInt8(ascii: "]"))
                     all[group.statement] = .reused("""
                         select result::text from app.insert_documents(\(collection.rawValue), \(clientID), \
                         \(group.changeIDs)::text[], \(group.ids)::text[], \(group.partitions)::text[], \
-                        \("[" + group.docs.joined(separator: ",") + "]")::jsonb, \
+                        \(String(decoding: array, as: UTF8.self))::jsonb, \
                         guarded => \(!oneTrip)) order by ord
                         """)
                 }
@@ -123,8 +127,9 @@ extension WritePath {
             return all
         }
 
-        static func applyChange(_ change: Change, document: String?, intents: [JSON], expectedVersion: Int64?, clientID: String?) -> SQL {
+        static func applyChange(_ change: Change, document: [UInt8]?, intents: [JSON], expectedVersion: Int64?, clientID: String?) -> SQL {
             let intentText = intents.isEmpty ? nil : JSON.array(intents).serialized()
+            let document = document.map { String(decoding: $0, as: UTF8.self) }
             return .reused("""
                 select app.apply_change(\(change.collection.rawValue), \(change.partition.description), \(change.id), \
                 \(change.op.rawValue), \(document)::jsonb, \(clientID), \(change.changeID), \(expectedVersion), \

@@ -23,6 +23,9 @@ public final class RequestContext {
     /// (`App.handle`). A device polls every few seconds all day: one line each was a
     /// twentieth of the worker's CPU per poll, and most of a quiet server's log.
     public var idlePoll = false
+    /// How many bytes `jsonBody` read: a push whose whole body is shorter than the string
+    /// limit holds no string over it, and skips looking (`PushRoute`).
+    public private(set) var jsonBodyBytes: Int?
 
     init(request: HTTPRequest, app: App, params: [String: String], route: String? = nil) {
         self.request = request
@@ -54,6 +57,7 @@ public final class RequestContext {
             throw AppError(.unsupportedMediaType, "expected Content-Type: application/json")
         }
         let bytes = try request.body.readAll(limit: app.config.limits.bodyBytes)
+        jsonBodyBytes = bytes.count
         var limits = JSONLimits()
         limits.maxDepth = app.config.limits.depth
         limits.maxStringBytes = stringBytes ?? app.config.limits.stringBytes
