@@ -3,7 +3,12 @@
 /// field by field, because it runs on every date of every write.
 package enum DateFormat {
     package static func isZonedDateTime(_ text: String) -> Bool {
-        let bytes = Array(text.utf8)
+        var text = text
+        // On the string's own bytes: a copy into an Array per date was a quarter of this.
+        return text.withUTF8 { isZonedDateTime(bytes: $0) }
+    }
+
+    private static func isZonedDateTime(bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         var position = 0
 
         func number(_ digits: Int) -> Int? {

@@ -78,7 +78,8 @@ struct JSONParser {
             return .object([:])
         }
         let base = pairs.count
-        defer { pairs.removeSubrange(base...) }
+        // removeLast, not the generic removeSubrange (2.5% of a push of 25's worker CPU).
+        defer { pairs.removeLast(pairs.count - base) }
         do throws(JSONParseError) {
             try parseFields(depth: depth)
         } catch {

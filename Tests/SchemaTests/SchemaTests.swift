@@ -111,6 +111,46 @@ import Testing
         #expect(try validate("reports", document).get() == document)
     }
 
+    /// `isValidAsIs`, the walk a valid document takes, says "as it is" exactly when `check`
+    /// would answer nil: valid, nothing normalized. Any disagreement would store a document
+    /// `check` refuses or normalizes (docs/performance.md, "The worker's CPU per push,
+    /// thirteenth round").
+    @Test func theValidWalkAgreesWithCheck() throws {
+        func edited(_ pointer: String, _ value: JSON?) -> JSON { report.setting(JSONPointer(parsing: pointer)!, to: value) }
+        let reports: [JSON] = [
+            report, ["_id": "r1", "timestamp": "2024-03-01T10:00:00Z"], ["_id": "r1"], [:], [], "r1",
+            ["_id": "r1", "timestamp": "2024-03-01T10:00:00Z", "vessel": nil, "location": nil],
+            ["_id": "r1", "timestamp": nil], ["_id": nil, "timestamp": "2024-03-01T10:00:00Z"],
+            edited("/inspection/actualCatch/0/number", .double(14)), edited("/inspection/actualCatch/0/number", 1.5),
+            edited("/inspection/actualCatch/1/number", -1), edited("/crew/2/license", 5), edited("/crew/1/license", nil),
+            edited("/notes/0/text", "x"), edited("/location", [200, 0]), edited("/location", [0]), edited("/vessel/ems", [:]),
+            edited("/inspection/summary/safetyLevel/level", "Blue"), edited("/vessel/attachments/photoIDs", [1]),
+            edited("/draft", "no"), edited("/date", "2024-02-30T10:00:00Z"), edited("/vessel/nmae", "Amani"),
+        ]
+        var cases = reports.map { ("reports", $0) }
+        let duty: JSON = ["_id": "d1", "user": ["email": "n@example.org"], "date": "2024-03-01T06:00:00Z", "status": "On Duty"]
+        cases += [("dutyChanges", duty), ("dutyChanges", duty.applyingMergePatch(["status": "At Sea"])),
+                  ("dutyChanges", duty.applyingMergePatch(["status": "Asleep"]))]
+        cases += [("mpas", mpa), ("mpas", mpa.applyingMergePatch(["hexColor": "E033FF"])), ("mpas", mpa.applyingMergePatch(["hexColor": "#FFF"])),
+                  ("mpas", mpa.applyingMergePatch(["coordinates": [[1, 1], [2, 2], [1, 1]]]))]
+        var asIs = 0
+        for (collection, document) in cases {
+            let fields = try #require(CollectionSchemas.all[collection]).fields
+            var path = JSONPointer()
+            let unchanged: Bool
+            do throws(SchemaViolation) {
+                unchanged = try SchemaValidator.check(document, against: .object(fields), at: &path) == nil
+            } catch {
+                unchanged = false
+            }
+            #expect(SchemaValidator.isValidAsIs(document, against: .object(fields)) == unchanged, "\(collection) \(document)")
+            if unchanged { asIs += 1 }
+        }
+        // The report, the minimal one, the one with nulls, the duty change and the mpa; the rest
+        // are refused or normalized (14.0, "At Sea", "E033FF").
+        #expect(asIs == 5)
+    }
+
     // MARK: every collection
 
     @Test(arguments: ["reports", "photos", "dutyChanges", "menuData", "mpas", "users", "chatsters", "chatMessages"])
