@@ -8,7 +8,8 @@ counters (/proc/<pid>/task/*/schedstat, ns) and its pushes from its own request 
 every ROUNDS/2 windows the binaries swap slots (the workers restart; the first pushes after a
 restart are not counted), so that neither slot favours one.
 
-    STATE=.state/bench ... TIDEWAY_BIN_DIR=.state/bins/stack Deploy/dev/stack.sh up
+    python3 Bench/worker_side_by_side.py prepare BINARY   # .state/bins/stack: the wrapper
+    STATE=$PWD/.state/bench HTTPS_PORT=... HTTP_PORT=... TIDEWAY_BIN_DIR=$PWD/.state/bins/stack Deploy/dev/stack.sh up
     TIDEWAY_BENCH_URL=https://localhost:PORT TIDEWAY_BENCH_CA=.state/bench/tls/ca.crt \\
     TIDEWAY_BENCH_STATE=.state/bench BENCH_ADMIN_DATABASE="host=.state/bench/run dbname=tideway user=postgres" \\
     python3 Bench/worker_side_by_side.py BATCH SECONDS ROUNDS BINARY_A BINARY_B
@@ -114,7 +115,34 @@ def whole(legs, a, b):
                   + " + ".join(f"{k} {v:.3f}" for k, v in med.items()))
 
 
+WRAPPER = """#!/bin/bash
+# Worker N runs the binary named in ../slot-N (Bench/worker_side_by_side.py).
+n=$(basename "$TIDEWAY_SOCKET" .sock)
+exec "$(cat "$(dirname "$0")/../slot-${n#worker-}")" "$@"
+"""
+
+
+def prepare(binary):
+    """The stack's bin directory: a `tideway-worker` that execs its slot's binary (both slots
+    `binary` to begin with), and `tideway` (jobs, events) beside `binary`, the same for every leg."""
+    stack = os.path.join(BINS, "stack")
+    os.makedirs(stack, exist_ok=True)
+    with open(os.path.join(stack, "tideway-worker"), "w") as f:
+        f.write(WRAPPER)
+    os.chmod(os.path.join(stack, "tideway-worker"), 0o755)
+    link = os.path.join(stack, "tideway")
+    if os.path.lexists(link):
+        os.unlink(link)
+    os.symlink(os.path.join(os.path.dirname(binary), "tideway"), link)
+    for slot in (1, 2):
+        with open(os.path.join(BINS, f"slot-{slot}"), "w") as f:
+            f.write(binary + "\n")
+
+
 def main():
+    if sys.argv[1] == "prepare":
+        prepare(os.path.abspath(sys.argv[2]))
+        return
     if sys.argv[1] == "whole":
         whole(int(sys.argv[2]), os.path.abspath(sys.argv[3]), os.path.abspath(sys.argv[4]))
         return
