@@ -4,7 +4,7 @@
 package enum DateFormat {
     package static func isZonedDateTime(_ text: String) -> Bool {
         var text = text
-        // On the string's own bytes: a copy into an Array per date was a quarter of this.
+        // On the string's own bytes, not a copy into an Array per date (every write has several).
         return text.withUTF8 { isZonedDateTime(bytes: $0) }
     }
 

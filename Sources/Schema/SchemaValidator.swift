@@ -60,10 +60,10 @@ enum SchemaValidator {
     }
 
     /// Whether `check` would return nil for `value`: valid, and nothing to normalize. The
-    /// usual document is; walked this way first, it costs no pointer kept up to date per field
-    /// and nothing to unwind (a third less than `check`'s walk, docs/performance.md, "The
-    /// worker's CPU per push, thirteenth round"). Anything else is walked again by `check`,
-    /// which finds the violation or the normalized value. Scalars are `check`'s own answer.
+    /// usual document is; walked this way first, it keeps no pointer up to date per field and
+    /// has nothing to unwind (docs/performance.md, "The worker's CPU per push, thirteenth
+    /// round"). Anything else is walked again by `check`, which finds the violation or the
+    /// normalized value. Scalars are `check`'s own answer.
     static func isValidAsIs(_ value: JSON, against schema: Schema) -> Bool {
         switch schema {
         case .array(let elementSchema):
