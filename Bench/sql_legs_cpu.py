@@ -84,17 +84,31 @@ def snapshot(parts):
     return {part: sum(threads_ns(p) for p in members) for part, members in parts.items()}
 
 
-def leg(http, admin, doc, sql, pushes):
-    with admin.cursor() as cur:
-        cur.execute(sql)
-    prefix = f"legs-{uuid.uuid4().hex[:8]}-"
-
+def pusher(http, doc, prefix):
+    """push(change id): one new report of `doc` in a push of its own, as client `prefix`."""
     def push(cid):
         r = http.post(wb.URL + "/api/v1/sync/push", verify=wb.CA, json={"clientId": prefix, "changes": [
             {"changeId": cid, "collection": "reports", "partition": wb.PARTITION, "id": cid, "op": "insert",
              "doc": {**doc, "_id": cid}}]})
         r.raise_for_status()
         assert r.json()["results"][0]["status"] == "applied", r.text[:300]
+    return push
+
+
+def connections(token):
+    """An HTTPS session pushing as `token`'s login, and the superuser's autocommit connection."""
+    http = requests.Session()
+    http.headers.update({"Authorization": f"Bearer {token}", "Accept-Encoding": "identity"})
+    admin = psycopg2.connect(wb.ADMIN)
+    admin.autocommit = True
+    return http, admin
+
+
+def leg(http, admin, doc, sql, pushes):
+    with admin.cursor() as cur:
+        cur.execute(sql)
+    prefix = f"legs-{uuid.uuid4().hex[:8]}-"
+    push = pusher(http, doc, prefix)
 
     for i in range(10):  # new function bodies planned, connections warm
         push(f"{prefix}warm-{i}")
@@ -116,10 +130,7 @@ def main():
     sqls = {name: open(path).read() for name, path in legs}
     names = [name for name, _ in legs]
     doc = wb.source_doc()
-    http = requests.Session()
-    http.headers.update({"Authorization": f"Bearer {wb.token()}", "Accept-Encoding": "identity"})
-    admin = psycopg2.connect(wb.ADMIN)
-    admin.autocommit = True
+    http, admin = connections(wb.token())
     results = {name: [] for name in names}
     columns = None
     for r in range(rounds):

@@ -69,6 +69,24 @@ begin
 end
 $$;
 
+-- A partition's clock alone, and the revocations past id `handled` as app.start_event_read
+-- gives them (EventChanges.clock): the publisher's read for an event that stays thin because
+-- no stream heard the partition's last one (EventPublisher.publishUnheard). The number only
+-- decides whether the change was announced already and where the next carried event
+-- starts; no document is read, so no reader's claims. The revocations are closed before the
+-- event as after every read, so that every event, thin or not, handles those recorded.
+-- PL/pgSQL, whose statements' plans the connection keeps: a SQL function that cannot be
+-- inlined (security definer) parses and plans its body again at every call.
+create or replace function app.event_clock(p text, handled bigint,
+    out seq bigint, out revoked_through bigint, out revoked_channels text)
+language plpgsql stable security definer set search_path = app, pg_temp as $$
+begin
+    select c.seq into seq from app.partition_clocks c where c.partition = p;
+    select max(r.id), string_agg(r.channels, ',' order by r.id) into revoked_through, revoked_channels
+      from app.stream_revocations r where r.id > handled;
+end
+$$;
+
 -- The revocations the publisher has not handled yet (it handled every id up to `handled`).
 create or replace function app.stream_revocations_after(handled bigint) returns table (id bigint, channels text)
 language sql stable security definer set search_path = app, pg_temp as $$

@@ -22,6 +22,14 @@ public final class EventPublisher {
     /// is safe here, even one whose event was lost: a client applies an event only at the
     /// cursor it names, and pulls otherwise.
     var published: [String: Int64] = [:]
+    /// The partitions whose last event a stream received, on any nginx instance (nchan answered
+    /// 201 Created; 202 Accepted when no stream listened and it only kept the event for
+    /// resumes). Only their events read and carry the changes: the next event of a partition
+    /// no stream heard is thin, after a read of its clock (`publishUnheard`), and its
+    /// answer says whether a stream listens now. So a stream opened on such a partition may
+    /// get one thin event first, and a resume with Last-Event-ID gets the events no stream
+    /// heard thin (sync-protocol.md, "Change events"). Forgotten past `maxRemembered`.
+    var heard: Set<String> = []
     /// Per partition, its channel's publishing path (a SHA-256 each: 4% of the publisher's
     /// CPU per event, made again at every event). Forgotten past `maxRemembered`.
     var publishPaths: [String: String] = [:]
@@ -205,6 +213,13 @@ public final class EventPublisher {
         }
     }
 
+    /// Closes the revocations a read's first row names (`revoked_through`, `revoked_channels`).
+    func closeStreams(revokedIn start: Row?) throws {
+        if let start, let through = start.int64("revoked_through"), let channels = start["revoked_channels"] {
+            try closeStreams(revokedThrough: through, channels: channels)
+        }
+    }
+
     /// Closes `channels` (comma-separated), those of the revocations up to id `id`, unless
     /// they were handled already, and remembers `id`.
     func closeStreams(revokedThrough id: Int64, channels: String) throws {
@@ -231,7 +246,7 @@ public final class EventPublisher {
     /// `collections`: those the notifications named (nil: any may have changed).
     func publishChange(_ partition: String, collections: Set<String>?) throws {
         guard carryBytes > 0, let parsed = Partition(partition) else { return publishThin(partition) }
-        let since = published[partition]
+        guard heard.contains(partition), let since = published[partition] else { return try publishUnheard(partition) }
         let (clock, carried, start): (Int64, EventChanges.Carried?, Row?)
         do {
             (clock, carried, start) = try EventChanges.read(
@@ -242,11 +257,9 @@ public final class EventPublisher {
             reader = nil
             return publishThin(partition)
         }
-        if let start, let through = start.int64("revoked_through"), let channels = start["revoked_channels"] {
-            try closeStreams(revokedThrough: through, channels: channels)
-        }
+        try closeStreams(revokedIn: start)
         // Announced already: an earlier event carried this change (it read a later snapshot).
-        if let since, clock <= since { return }
+        if clock <= since { return }
         if published.count >= Self.maxRemembered { published = [:] }
         guard let carried else {
             publishThin(partition)
@@ -262,11 +275,45 @@ public final class EventPublisher {
             "]}",
         ]
         let body = fields.joined()
-        try nchan.send("POST", publishPath(partition), body: Array(body.utf8),
-                       headers: ["X-EventSource-Event": "change", "Content-Type": "application/json"])
+        let reached = try nchan.send("POST", publishPath(partition), body: Array(body.utf8),
+                                     headers: ["X-EventSource-Event": "change", "Content-Type": "application/json"])
         published[partition] = clock
+        hear(partition, reached)
         changesPublished.increment()
         changesCarried.increment()
+    }
+
+    /// An event of a partition whose last event no stream heard (or its first since the
+    /// start): thin, after a read of its clock alone, which keeps what `published` means (the
+    /// next carried event's `after`; no second event for a change announced already). The
+    /// changes and the reader's claims read for nobody were ~0.2–0.3 ms of the reading
+    /// backend's CPU per lone push (docs/performance.md, "What a write's event
+    /// costs"). The revocations recorded meanwhile are closed first, as after every read.
+    func publishUnheard(_ partition: String) throws {
+        let (clock, start): (Int64, Row?)
+        do {
+            (clock, start) = try EventChanges.clock(readerConnection(), partition: partition, revocationsAfter: revocationsHandled)
+        } catch {
+            Log.warning("events: cannot read \(partition)'s clock: \(error); publishing a thin event")
+            reader = nil
+            published[partition] = nil
+            return publishThin(partition)
+        }
+        try closeStreams(revokedIn: start)
+        if let since = published[partition], clock <= since { return }
+        if published.count >= Self.maxRemembered { published = [:] }
+        published[partition] = clock
+        publishThin(partition)
+    }
+
+    /// Remembers whether a stream received `partition`'s last event.
+    func hear(_ partition: String, _ reached: Bool) {
+        if !reached {
+            heard.remove(partition)
+        } else {
+            if heard.count >= Self.maxRemembered { heard = [] }
+            heard.insert(partition)
+        }
     }
 
     /// The connection that reads what events carry, opened when first needed, its reads
@@ -289,6 +336,7 @@ public final class EventPublisher {
         let started = DispatchTime.now()
         do {
             let connection = try readerConnection()
+            _ = try EventChanges.clock(connection, partition: WarmUp.nowhere.description, revocationsAfter: revocationsHandled)
             for collections: Set<String>? in [["reports"], nil] {
                 _ = try EventChanges.read(connection, partition: WarmUp.nowhere, collections: collections, since: 0,
                                           revocationsAfter: revocationsHandled, maxChanges: Self.maxCarriedChanges,
@@ -314,8 +362,8 @@ public final class EventPublisher {
     func publishThin(_ partition: String) {
         do {
             let body = JSON.object(["partition": .string(partition)]).serializedBytes()
-            try nchan.send("POST", publishPath(partition), body: body,
-                           headers: ["X-EventSource-Event": "change", "Content-Type": "application/json"])
+            hear(partition, try nchan.send("POST", publishPath(partition), body: body,
+                                           headers: ["X-EventSource-Event": "change", "Content-Type": "application/json"]))
             changesPublished.increment()
         } catch {
             noteLost(error)

@@ -20,13 +20,17 @@ final class NchanClient {
 
     deinit { if fd >= 0 { close(fd) } }
 
-    /// Sends one request and reads its answer; retries once on a fresh connection.
-    func send(_ method: String, _ path: String, body: [UInt8], headers: [String: String]) throws {
+    /// Sends one request and reads its answer; retries once on a fresh connection. Returns
+    /// the answer's status: to a publish, 201 when a stream of the channel received it, 202
+    /// when nchan only kept it (for Last-Event-ID resumes) because no stream listened.
+    @discardableResult
+    func send(_ method: String, _ path: String, body: [UInt8], headers: [String: String]) throws -> Int {
         let status = try exchange(method, path, body: body, headers: headers).status
         // 201/202 published, 200/404 deleted or already gone.
         guard (200..<300).contains(status) || (method == "DELETE" && status == 404) else {
             throw Failure(description: "nchan answered \(status) to \(method) \(path)")
         }
+        return status
     }
 
     /// How many streams listen on a channel now (0 when nchan has no such channel).

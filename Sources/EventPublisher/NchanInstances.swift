@@ -18,8 +18,10 @@ final class NchanInstances {
     /// Sends to every instance, even after one failed (its streams miss this event; the
     /// others' need not), then throws the first failure: a delete that failed anywhere is
     /// not handled, and is sent again to all (a channel already gone answers 404).
-    func send(_ method: String, _ path: String, body: [UInt8], headers: [String: String]) throws {
-        _ = try each { try $0.send(method, path, body: body, headers: headers) }
+    /// Returns whether a stream on any instance received it (a publish answered 201).
+    @discardableResult
+    func send(_ method: String, _ path: String, body: [UInt8], headers: [String: String]) throws -> Bool {
+        try each { try $0.send(method, path, body: body, headers: headers) }.contains(201)
     }
 
     /// How many streams listen on a channel now, over every instance.

@@ -103,6 +103,18 @@ public enum EventChanges {
                                changes: page.changes), status)
     }
 
+    /// `partition`'s clock alone (0 before its first change) and the stream revocations past
+    /// id `handled` (`revoked_through`, `revoked_channels`, as `start` reads them), in one
+    /// statement and snapshot: for an event that stays thin whatever changed, where `read` is
+    /// also the reader's claims and the changes.
+    public static func clock(_ connection: Connection, partition: String, revocationsAfter handled: Int64) throws -> (clock: Int64, start: Row?) {
+        readClock.increment()
+        let row = try connection.execute(.reused("""
+            select seq, revoked_through, revoked_channels from app.event_clock(\(partition), \(handled))
+            """)).first
+        return (row?.int64("seq") ?? 0, row)
+    }
+
     /// The one collection of `collections`, when it is one of several of `kind`'s (a kind
     /// of one collection reads that one anyway).
     static func only(_ collections: Set<String>, of kind: Partition.Kind) -> SyncCollection? {
@@ -112,8 +124,9 @@ public enum EventChanges {
     }
 
     /// Reads of one collection's branch, of the whole partition, and of one collection's
-    /// that had to be read again whole (`read`).
+    /// that had to be read again whole (`read`), and of the clock alone (`clock`).
     static let readOne = Counter(label: "tideway_event_reads_total", dimensions: [("read", "collection")])
     static let readAll = Counter(label: "tideway_event_reads_total", dimensions: [("read", "partition")])
     static let widened = Counter(label: "tideway_event_reads_total", dimensions: [("read", "widened")])
+    static let readClock = Counter(label: "tideway_event_reads_total", dimensions: [("read", "clock")])
 }

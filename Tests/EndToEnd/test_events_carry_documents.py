@@ -2,6 +2,7 @@
 partition carries its new changes, in the pull's shape and order, with the cursor a client
 must hold (`after`) and the one it then holds (`cursor`); too big a change arrives thin."""
 import json
+import time
 import uuid
 
 import psycopg2
@@ -132,6 +133,54 @@ def test_a_big_change_arrives_thin():
     partition, writer, stream = writer_listening_to_a_new_agency()
     big_push_arrives_thin_and_the_next_carries(writer, partition, stream)
     stream.close()
+
+
+def test_after_an_event_no_stream_received_the_next_is_thin_and_a_new_stream_s_second_carries():
+    """An event that reached no open stream (nchan answered 202) makes the partition's next
+    event thin, the publisher reading its clock alone (sync-protocol.md, "Change events"): so
+    the first event a stream gets after opening on such a partition is thin, and the next
+    carries from the cursor its client then holds."""
+    agency = new_agency()
+    partition = f"agency={agency}"
+    writer = replica_in_step(new_user(agency=agency), partition)
+    reader = replica_in_step(new_user(agency=agency), partition)
+    report(writer, partition)
+    report(writer, partition)  # no stream listens: both events reach no one
+    stream = Stream(reader.client.token, [partition])
+    wait_until_subscribed(stream)
+    report(writer, partition)
+    event, _ = events_until(stream, partition)
+    assert event == {"partition": partition}, event
+    reader.sync()
+    rid = report(writer, partition)
+    event, _ = events_until(stream, rid)
+    assert event is not None, "the event after the thin one did not carry the document"
+    assert event["after"] == reader.cursors[partition] and [c["id"] for c in event["changes"]] == [rid]
+    stream.close()
+
+
+def test_a_resume_gets_what_no_stream_heard_thin():
+    """Events published while no stream listens: the first was decided while one did
+    (carried), every later one is thin; a reconnect with Last-Event-ID gets them so, and
+    pulling from where the carried one leaves it is the same as pulling from its old cursor."""
+    partition, writer, stream = writer_listening_to_a_new_agency()
+    writer.sync()
+    heard = report(writer, partition)
+    event, _ = events_until(stream, heard)
+    assert event is not None and [c["id"] for c in event["changes"]] == [heard]
+    last_id = stream.last_id
+    stream.close()
+    time.sleep(0.5)  # nginx has let the stream go
+    first, second = report(writer, partition), report(writer, partition)
+    again = Stream(writer.client.token, [partition], last_event_id=last_id)
+    assert again.status == 200
+    carried, _ = events_until(again, first)
+    assert carried is not None and [c["id"] for c in carried["changes"]] == [first], carried
+    thin = again.next(timeout=10)
+    assert thin not in (None, "timeout") and json.loads(thin["data"]) == {"partition": partition}, thin
+    pulled = writer.client.pull({partition: carried["cursor"]})[partition]
+    assert [c["id"] for c in pulled["changes"]] == [second]
+    again.close()
 
 
 def test_a_retried_push_publishes_no_second_copy():
