@@ -2,7 +2,8 @@ import Foundation
 
 /// The process's database connections. Threads borrow one per request; a broken one is
 /// dropped and replaced on the next borrow, so workers survive a PostgreSQL restart
-/// without being restarted themselves.
+/// without being restarted themselves. Told to (`closesIdleConnections`), it closes the
+/// connections a burst opened once they have lain idle long enough, down to a floor.
 ///
 /// `@unchecked Sendable`: every stored property below `condition` is read and written
 /// only while `condition` is locked, and a connection is used by one thread at a time
@@ -11,7 +12,10 @@ public final class ConnectionPool: @unchecked Sendable {
     private let conninfo: String
     private let capacity: Int
     private let condition = NSCondition()
-    private var idle: [Connection] = []
+    /// Oldest given back first: borrowers take from the end (the one given back last, whose
+    /// backend's caches are the freshest), so those a burst opened and no one needed since
+    /// sink to the front, where `closeIdle` takes them from.
+    private var idle: [(connection: Connection, since: DispatchTime)] = []
     private var open = 0
     /// Tests only: the one connection every borrower gets (see `Connection.nesting`).
     private let pinned: Connection?
@@ -19,6 +23,11 @@ public final class ConnectionPool: @unchecked Sendable {
     private var warmUp: (@Sendable (Connection) -> Void)?
     /// One warm-up at a time, off the requests' threads.
     private let warming = DispatchQueue(label: "tideway.pool.warm-up", qos: .utility)
+    /// Set by `closesIdleConnections`: a connection idle this long is closed, while more than
+    /// `floor` are open; nil: never (each one stays open until it breaks).
+    private var idleLimit: (nanoseconds: UInt64, floor: Int)?
+    /// Runs `closeIdle` now and then, on its own utility queue (never a request's thread).
+    private var closing: (any DispatchSourceTimer)?
 
     /// What the pools of this process report (set once at start, before any borrow: the
     /// worker sends it to its metrics). This target knows no metrics.
@@ -29,6 +38,8 @@ public final class ConnectionPool: @unchecked Sendable {
         case connectFailed
         /// Connections held open went up or down by this many.
         case openChanged(Int)
+        /// This many idle connections were closed for having idled too long.
+        case closedIdle(Int)
     }
     nonisolated(unsafe) public static var observer: (@Sendable (Event) -> Void)?
 
@@ -37,6 +48,8 @@ public final class ConnectionPool: @unchecked Sendable {
         self.capacity = max(1, capacity)
         pinned = nil
     }
+
+    deinit { closing?.cancel() }
 
     /// Tests only: a pool of one connection, handed out whatever state it is in.
     package init(pinned connection: Connection) {
@@ -100,6 +113,67 @@ public final class ConnectionPool: @unchecked Sendable {
         condition.unlock()
     }
 
+    /// From now on, a connection that has lain idle in the pool for `seconds` is closed (its
+    /// PostgreSQL backend ends, and the memory its caches held with it), as long as more than
+    /// `floor` connections are open, lent ones included. A burst opens connections up to
+    /// capacity, one per thread; without this each stayed open, idle, for the process's life
+    /// (docs/performance.md, "The pool gives back what a burst opened"). Lent connections
+    /// and those being warmed are not idle, so never closed; a burst after a shrink opens
+    /// (and warms) connections again as the first one did. The check runs on a utility
+    /// thread every `seconds / 2`, at least once a minute, so a connection goes between
+    /// `seconds` and 1.5 × `seconds` (`seconds` + 1 min for long limits) after its last use;
+    /// nothing of it runs on a request's thread but the time noted at each give-back.
+    /// `seconds` ≤ 0: never. Set once at start, before requests.
+    public func closesIdleConnections(after seconds: Double, keeping floor: Int) {
+        guard seconds > 0, pinned == nil else { return }
+        let every = min(seconds / 2, 60)
+        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "tideway.pool.close-idle", qos: .utility))
+        timer.schedule(deadline: .now() + every, repeating: every, leeway: .nanoseconds(Int(every * 1e8)))
+        // Weak: a pool no one holds any more (tests make many) goes, and its timer with it.
+        timer.setEventHandler { [weak self] in self?.closeIdle() }
+        condition.lock()
+        idleLimit = (UInt64(seconds * 1e9), max(0, floor))
+        closing = timer
+        condition.unlock()
+        timer.resume()
+    }
+
+    /// Closes the connections idle since before `now` minus the limit, oldest first, while
+    /// more than the floor are open; answers how many. Run by the timer; tests call it with
+    /// a later `now` instead of waiting. The backends are told to end (PQfinish) after the
+    /// pool's lock is released: a borrower never waits for that.
+    @discardableResult
+    package func closeIdle(now: DispatchTime = .now()) -> Int {
+        condition.lock()
+        guard let (limit, floor) = idleLimit else {
+            condition.unlock()
+            return 0
+        }
+        var stale = 0
+        while stale < idle.count, open - stale > floor,
+              idle[stale].since.uptimeNanoseconds + limit <= now.uptimeNanoseconds {
+            stale += 1
+        }
+        let closed = idle[..<stale].map(\.connection)
+        idle.removeFirst(stale)
+        open -= stale
+        condition.unlock()
+        guard stale > 0 else { return 0 }
+        Self.observer?(.openChanged(-stale))
+        Self.observer?(.closedIdle(stale))
+        // Their last references, released here rather than under the lock (where removing
+        // them from `idle` would otherwise end them): each one's deinit ends its session.
+        withExtendedLifetime(closed) {}
+        return stale
+    }
+
+    /// Tests only: connections open (lent, idle or being warmed) and idle.
+    package var counts: (open: Int, idle: Int) {
+        condition.lock()
+        defer { condition.unlock() }
+        return (open, idle.count)
+    }
+
     private func borrow() throws(DatabaseError) -> Connection {
         condition.lock()
         if idle.isEmpty && open >= capacity {
@@ -107,7 +181,7 @@ public final class ConnectionPool: @unchecked Sendable {
             while idle.isEmpty && open >= capacity { condition.wait() }
             Self.observer?(.waited(seconds: Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9))
         }
-        if let connection = idle.popLast() {
+        if let (connection, _) = idle.popLast() {
             if connection.isOpenAndQuiet {
                 condition.unlock()
                 return connection
@@ -149,7 +223,7 @@ public final class ConnectionPool: @unchecked Sendable {
                 }
                 return
             }
-            idle.append(connection)
+            idle.append((connection, .now()))
         } else {
             open -= 1
             Self.observer?(.openChanged(-1))

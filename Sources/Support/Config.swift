@@ -29,6 +29,13 @@ public struct Config: Sendable {
     /// (TIDEWAY_LOG_IDLE_POLLS=on); off: such polls are only counted
     /// (`tideway_idle_polls_total`, Deploy/README.md, "Logs").
     public var logIdlePolls = false
+    /// How long a pooled database connection may lie idle before the pool closes it, down to
+    /// the connections a quiet worker keeps (TIDEWAY_POOL_IDLE_SECONDS; 0 or `off`: never,
+    /// each stays open for the process's life). Ten minutes, as HikariCP's `idleTimeout` and
+    /// pgbouncer's `server_idle_timeout`: far longer than the gaps inside a burst or between
+    /// a device's syncs, so a pool reopens a connection at most once per ten minutes for
+    /// each one a burst needed (docs/operations.md, "Database connections").
+    public var poolIdleSeconds = 600.0
 
     public struct Limits: Sendable {
         public init() {}
@@ -65,6 +72,9 @@ public struct Config: Sendable {
         replicaDatabase = environment["TIDEWAY_REPLICA_DATABASE"].flatMap { $0.isEmpty ? nil : $0 }
         metricsDirectory = environment["TIDEWAY_METRICS_DIR"].flatMap { $0.isEmpty ? nil : $0 }
         logIdlePolls = environment["TIDEWAY_LOG_IDLE_POLLS"] == "on"
+        if let value = environment["TIDEWAY_POOL_IDLE_SECONDS"] {
+            poolIdleSeconds = value == "off" ? 0 : Double(value) ?? poolIdleSeconds
+        }
         if let value = environment["TIDEWAY_REPLICA_WAIT_MS"].flatMap(Double.init) { replicaWaitSeconds = value / 1000 }
         if let value = environment["TIDEWAY_MAX_BODY_BYTES"].flatMap(Int.init) { limits.bodyBytes = value }
         if let value = environment["TIDEWAY_LOGIN_FREE_FAILURES"].flatMap(Int.init) { limits.loginFreeFailures = value }

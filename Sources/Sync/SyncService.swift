@@ -10,19 +10,25 @@ public final class SyncService: Sendable {
     let presence = Presence()
     /// Where devices' cursors stand, written on pulls that name their device.
     let devicePulls = DevicePulls()
+    /// `Config.poolIdleSeconds`, for `start`.
+    let poolIdleSeconds: Double
 
     public init(config: Config) {
+        poolIdleSeconds = config.poolIdleSeconds
         // Half the threads may wait in long polls; the rest always serve ordinary requests.
         changes = ChangeHub(capacity: max(1, config.threads / 2))
     }
 
     /// The pool's connections warmed for the first pushes (`WarmUp`; before the worker
     /// accepts, bounded, never failing the start), and those it opens later as it opens them;
-    /// the LISTEN thread for long polls and idle polls answered from memory, and the presence
-    /// sweep.
+    /// those a burst opened closed once idle, down to as many as the start warmed (a quiet
+    /// worker's: one request at a time uses one, and a second lets the warm-up of a connection
+    /// given back cold run); the LISTEN thread for long polls and idle polls answered from
+    /// memory, and the presence sweep.
     public func start(conninfo: String, pool: ConnectionPool) {
         WarmUp.writePath(pool)
         WarmUp.connectionsOpenedLater(pool)
+        pool.closesIdleConnections(after: poolIdleSeconds, keeping: WarmUp.connections)
         changes.startListening(conninfo: conninfo)
         Presence.startSweeping(pool)
     }

@@ -23,6 +23,9 @@ extension App {
         let replica = config.replicaDatabase.map {
             ReplicaReads(conninfo: $0, capacity: config.threads, wait: config.replicaWaitSeconds)
         }
+        // Kept down to one: the replica's connections are not warmed, and a quiet worker's
+        // pull needs one at a time.
+        replica?.pool.closesIdleConnections(after: config.poolIdleSeconds, keeping: 1)
         return App(config: config, database: pool, templates: templates, secrets: secrets!, replica: replica, routes: routes)
     }
 }

@@ -32,6 +32,7 @@ public enum Metrics {
         "tideway_db_pool_wait_seconds_total": (.counter, "Time spent waiting for a database connection."),
         "tideway_db_connection_errors_total": (.counter, "Database connections that could not be opened."),
         "tideway_db_connections_open": (.gauge, "Database connections the workers' pools hold open."),
+        "tideway_db_connections_closed_idle_total": (.counter, "Database connections the pools closed after they lay idle for TIDEWAY_POOL_IDLE_SECONDS."),
         "tideway_database_up": (.gauge, "1 when the scrape could read the database's levels, else 0."),
         "tideway_blob_bytes_stored_total": (.counter, "Photo bytes accepted into the blob store (uploads and offloads)."),
         "tideway_blob_bytes_served_total": (.counter, "Photo bytes handed to nginx to send."),
@@ -177,7 +178,8 @@ extension Metrics {
         Gauge(label: "tideway_process_up", dimensions: [("role", role)]).record(1)
         // Series that count rare things are shown at 0 from the start (so that rates and
         // alerts have a series before the first one happens).
-        for name in ["tideway_db_pool_waits_total", "tideway_db_pool_wait_seconds_total", "tideway_db_connection_errors_total"] {
+        for name in ["tideway_db_pool_waits_total", "tideway_db_pool_wait_seconds_total", "tideway_db_connection_errors_total",
+                     "tideway_db_connections_closed_idle_total"] {
             Counter(label: name).increment(by: 0)
         }
         Meter(label: "tideway_db_connections_open").increment(by: 0)
@@ -209,6 +211,8 @@ extension Metrics {
                 Counter(label: "tideway_db_connection_errors_total").increment()
             case .openChanged(let delta):
                 Meter(label: "tideway_db_connections_open").increment(by: Double(delta))
+            case .closedIdle(let count):
+                Counter(label: "tideway_db_connections_closed_idle_total").increment(by: count)
             }
         }
     }
