@@ -238,7 +238,7 @@ def test_a_push_through_a_reaches_a_stream_and_a_long_poll_on_b():
         r = s.post(f"{NODES['b']}/api/v1/sync/pull", headers={"Authorization": f"Bearer {token_b}"}, timeout=30,
                    json={"partitions": {partition: cursor}, "limit": 1000})
         cursor = r.json()["partitions"][partition]["cursor"]
-    event_ms, poll_ms = [], []
+    event_ms, poll_ms, carried = [], [], []
     client = uuid.uuid4().hex
     for i in range(20):
         doc_id = f"fan-{uuid.uuid4().hex}"
@@ -261,6 +261,7 @@ def test_a_push_through_a_reaches_a_stream_and_a_long_poll_on_b():
         got = stream.next(timeout=10)
         assert got is not None, "no event on node B's stream within 10 s of a push on node A"
         assert got[1].get("event") == "change" and partition in got[1]["data"]
+        carried.append(doc_id in got[1]["data"])
         event_ms.append(max(0.0, got[0] - acked) * 1000)
         poller.join(timeout=40)
         assert answer["r"].status_code == 200, answer["r"].text
@@ -269,6 +270,10 @@ def test_a_push_through_a_reaches_a_stream_and_a_long_poll_on_b():
         poll_ms.append(max(0.0, answer["at"] - acked) * 1000)
         cursor = part["cursor"]
     stream.close()
+    # The publisher carries a partition's changes only while nchan answers its publishes 201
+    # (a stream heard it; EventPublisher.heard). With Redis that answer must count node B's
+    # stream: if it did not, every event here would be thin and B's clients would pull.
+    assert sum(carried[1:]) >= len(carried) - 3, f"events that carried the push: {carried}"
     figure(f"push on A -> event on B: p50 {percentile(event_ms, 50):.0f} ms, p99 {percentile(event_ms, 99):.0f} ms "
            f"(n={len(event_ms)}; measured from the push's answer)")
     figure(f"push on A -> long poll answered on B: p50 {percentile(poll_ms, 50):.0f} ms, "
