@@ -22,7 +22,6 @@ the median of the paired differences.
 instead runs both workers on one binary per leg, A B B A A B ..., and each leg the write rows
 of Bench/writes_bench.py (1 and 25 per push, 4 connections, `writes_bench.tideway_run`):
 the whole server's CPU per document, split by process. Never fails on numbers."""
-import glob
 import os
 import statistics
 import subprocess
@@ -33,6 +32,7 @@ import uuid
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import writes_bench as wb  # noqa: E402
+from sql_legs_cpu import threads_ns  # noqa: E402
 
 BINS = os.path.join(os.path.dirname(wb.STATE.rstrip("/")), "bins")
 LOGS = os.path.join(wb.STATE, "log")
@@ -40,17 +40,6 @@ LOGS = os.path.join(wb.STATE, "log")
 
 def worker_pid(slot):
     return wb._read_pid(os.path.join(wb.RUN_DIR, f"worker-{slot}.pid"))
-
-
-def cpu_ns(pid):
-    total = 0
-    for path in glob.glob(f"/proc/{pid}/task/*/schedstat"):
-        try:
-            with open(path) as f:
-                total += int(f.read().split()[0])
-        except OSError:
-            pass
-    return total
 
 
 def pushes_logged(slot):
@@ -76,7 +65,7 @@ def place(slots):
 
 def window(script, seconds):
     pids = {slot: worker_pid(slot) for slot in (1, 2)}
-    before = {slot: (cpu_ns(pid), pushes_logged(slot)) for slot, pid in pids.items()}
+    before = {slot: (threads_ns(pid), pushes_logged(slot)) for slot, pid in pids.items()}
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
         f.write(script)
     try:
@@ -85,7 +74,7 @@ def window(script, seconds):
     finally:
         os.unlink(f.name)
     time.sleep(0.3)  # the last answers' log lines
-    after = {slot: (cpu_ns(pid), pushes_logged(slot)) for slot, pid in pids.items()}
+    after = {slot: (threads_ns(pid), pushes_logged(slot)) for slot, pid in pids.items()}
     return {slot: ((after[slot][0] - before[slot][0]) / 1000, after[slot][1] - before[slot][1]) for slot in (1, 2)}
 
 
