@@ -46,6 +46,7 @@ status:
 
 test: deps build
 	python3 Tests/Architecture/check_layers.py
+	python3 Tests/Architecture/check_doc_citations.py
 	swift build --build-tests $(IMPORT_CHECK)
 	Deploy/dev/test.sh
 

@@ -1,4 +1,4 @@
-"""Backend CPU per report of a push's write statement alone (docs/performance.md, pushes of
+"""Backend CPU per report of a push's write statement alone (docs/performance/round-04.md, pushes of
 25): `app.insert_documents` called as the worker role under an officer's claims
 (app.authenticate, so the same RLS and triggers as a push), one push per committed
 transaction, CPU from the backend's own /proc counters. No HTTP, no worker: for comparing

@@ -1,4 +1,4 @@
-"""The first lone pushes after the stack starts, one by one (docs/performance.md, "The event
+"""The first lone pushes after the stack starts, one by one (docs/performance/round-10.md, "The event
 tail in the full bench"): for each of the first N writes of the write -> event row's step
 (Bench/reads_bench.py's lone_write_and_event, a subscriber on the partition), the latencies
 and the CPU of the PostgreSQL backends that served it, by client (the workers' pools, the

@@ -1,4 +1,4 @@
-"""What a lone push's event costs the server, part by part (docs/performance.md, "What a
+"""What a lone push's event costs the server, part by part (docs/performance/round-13.md, "What a
 write's event costs"): the event publisher's process, its listening backend, its reading
 backend, the stream-count reconciler's backend, the rest of PostgreSQL, the workers and
 nginx, each from the scheduler's nanosecond counters (/proc/<pid>/task/*/schedstat) around

@@ -1,4 +1,4 @@
-"""Where the slowest writes of the write -> event row spend their time (docs/performance.md,
+"""Where the slowest writes of the write -> event row spend their time (docs/performance/round-06.md,
 "The write's tail"). The row of Bench/reads_bench.py (a lone push, the subscriber's event, its
 pull, 20 ms apart), each write traced from outside the server, so nothing is on by default:
 

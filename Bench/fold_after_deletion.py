@@ -1,4 +1,4 @@
-"""The summary fold after a mass deletion (docs/performance.md, "The summary fold after a mass
+"""The summary fold after a mass deletion (docs/performance/round-12.md, "The summary fold after a mass
 deletion"): how long each fold turn takes, and how much of its backend's CPU, from the
 deletion until the summaries are exact again.
 

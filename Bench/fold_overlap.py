@@ -1,4 +1,4 @@
-"""Do the job runner's summary folds land on the slow events? (docs/performance.md, "The
+"""Do the job runner's summary folds land on the slow events? (docs/performance/round-11.md, "The
 summary fold off the event's tail"). Two parts:
 
   record OUT   reads /proc/<pid>/schedstat of the job runner's PostgreSQL backends every ~1 ms

@@ -1,4 +1,4 @@
-"""nginx's memory while events are written to long-held streams (docs/performance.md,
+"""nginx's memory while events are written to long-held streams (docs/performance/round-07.md,
 "nginx's memory under a long-held event stream").
 
 Holds STREAMS event streams of one Gabon officer on the partition agency=Gabon, publishes

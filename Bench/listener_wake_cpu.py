@@ -1,5 +1,5 @@
 """What a LISTENing connection costs PostgreSQL per notifying commit of another connection
-(docs/performance.md, "The report's row, tenth round"): N extra connections LISTEN on a
+(docs/performance/round-10.md, "The report's row, tenth round"): N extra connections LISTEN on a
 channel, Bench/lone_push_cpu.py pushes lone reports (each commit notifies
 `tideway_changes`), and each listener's backend CPU over the run is divided by the pushes.
 PostgreSQL 15 signals every listener of the database at each notifying commit, whatever its

@@ -1,5 +1,5 @@
 """Which of sync.reports' indexes the back office's reads use, and what each read costs
-without them (docs/performance.md, "Which of sync.reports' indexes earn their cost").
+without them (docs/performance/round-11.md, "Which of sync.reports' indexes earn their cost").
 
 The boardings list's page and count (Sources/Boardings/BoardingFilter.swift pageQuery and
 conditions, BoardingListPage.show) for every sort, its first page and a deep keyset page

@@ -1,4 +1,4 @@
-"""Backend CPU per lone push (docs/performance.md, "A lone push's fixed cost"): the statements
+"""Backend CPU per lone push (docs/performance/round-05.md, "A lone push's fixed cost"): the statements
 of a push in one round trip (WritePath.applyFirstPush) as the worker sends them, as
 `tideway_worker` under an officer's claims, one connection, one push per transaction, CPU
 from the backend's /proc counters; the variants alternate, round after round. No HTTP, no

@@ -1,4 +1,4 @@
-"""Backend CPU per full pull (docs/performance.md, "The report's row, tenth round"): one
+"""Backend CPU per full pull (docs/performance/round-10.md, "The report's row, tenth round"): one
 partition's whole snapshot as PullRoute sends it (Bench/pull_sql.py: app.authenticate, the
 clocks, every change rendered), as `tideway_worker`, each database of the same cluster on its
 own connection, the databases alternating pull by pull (the order reversed every pull); a

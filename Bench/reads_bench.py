@@ -360,7 +360,7 @@ def lone_write_and_event(writer, sub, rid):
 
 
 # Uncounted writes before the event row's 200 (both legs). 0 since the servers warm themselves
-# at start (docs/performance.md, "A restart's first push and event"); BENCH_EVENT_WARM_UP=20
+# at start (docs/performance/round-11.md, "A restart's first push and event"); BENCH_EVENT_WARM_UP=20
 # runs the row as the tenth round did.
 WARM_UP = int(os.environ.get("BENCH_EVENT_WARM_UP", "0"))
 
@@ -377,9 +377,9 @@ def bench_event(api, cursor, writes=200):
     starts the stack anew, and the row's writes were the first lone pushes it served: the
     first push on each worker's pooled backend cost ~11 ms more of PostgreSQL CPU and the
     publisher's first read ~16-23 ms, so the row's first event took 26-125 ms and decided the
-    p99 (docs/performance.md, "The event tail in the full bench"); the tenth round made 20
+    p99 (docs/performance/round-10.md, "The event tail in the full bench"); the tenth round made 20
     uncounted writes. The workers and the publisher now warm those backends at start, so the
-    row counts its first write as a device after a restart would (docs/performance.md, "A
+    row counts its first write as a device after a restart would (docs/performance/round-11.md, "A
     restart's first push and event": without the uncounted writes, the first event ranked
     4th-83rd of 200, not 1st-9th as before)."""
     sub, writer = subscribed(api)
@@ -530,7 +530,7 @@ def bench_blob(api):
         # Short legs in pairs, each pair's two legs back to back and in turn first (static,
         # download, download, static, ...), so a pair's legs see the same machine and a drift
         # in its load favours neither side; the ratio is the median of the pairs' ratios
-        # (docs/performance.md, "Blobs, tenth round").
+        # (docs/performance/round-10.md, "Blobs, tenth round").
         for i in range(BLOB_PAIRS):
             legs = [(statics, static_url, None), (downs, down_url, f.name)]
             for runs, url, script in (legs if i % 2 == 0 else legs[::-1]):
@@ -644,7 +644,7 @@ def main():
             (f"  its CPU: workers / nginx / PostgreSQL", " / ".join(ms(p) for p in blob["down_parts"]), "", "", ""),
             # Server and client share the machine's cores, so on a machine nothing else loads the
             # rate ratio tends to the ratio of machine CPU per request; this one moves far less
-            # with other load than the rates do (docs/performance.md, "Blobs, fifth round").
+            # with other load than the rates do (docs/performance/round-05.md, "Blobs, fifth round").
             (f"  machine CPU (server + wrk) per request", f"{ms(blob['down_cpu'] + blob['down_client'])}",
              f"{ms(blob['static_cpu'] + blob['static_client'])}",
              spread(blob["machine_ratio"]), ""),

@@ -1,4 +1,4 @@
-"""Server CPU per lone push, SQL variants alternated on one running stack (docs/performance.md,
+"""Server CPU per lone push, SQL variants alternated on one running stack (docs/performance/round-09.md,
 "The publisher's read narrowed to the changed collection"): before each leg, one SQL file
 of the variant is run as the superuser (e.g. app.tick's notification with and without the
 collection); then PUSHES lone ~2.3 KB reports are pushed over HTTPS one after the other, as

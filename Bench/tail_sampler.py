@@ -1,4 +1,4 @@
-"""What ran while the write -> event row's slowest events were in flight (docs/performance.md,
+"""What ran while the write -> event row's slowest events were in flight (docs/performance/round-10.md,
 "The event tail in the full bench"). Two parts, nothing on by default:
 
   record OUT   samples every ~10 ms, until killed, into OUT (JSON lines): PostgreSQL's

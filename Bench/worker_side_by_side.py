@@ -1,5 +1,5 @@
 """The FastCGI workers' CPU per push, two worker binaries side by side (issue 22,
-docs/performance.md, "The worker's CPU per push, thirteenth round"): the bench stack's two
+docs/performance/round-13.md, "The worker's CPU per push, thirteenth round"): the bench stack's two
 workers each run the binary named in `$STATE/../bins/slot-N` (the stack started with
 TIDEWAY_BIN_DIR pointing at a wrapper that execs it), nginx alternates requests between them,
 so that both binaries see the same machine at the same moments. Each window is `wrk` pushes

@@ -20,7 +20,7 @@
 #                 redis://10.77.0.10:6379 that every node shares (Deploy/cluster)
 #   NGINX_INSTANCES  1         nginx instances (masters) that share the ports, each with one
 #                 worker process and its own nchan, so that an event's fan-out runs on
-#                 that many cores (docs/performance.md, "Two nginx instances"). Above 1,
+#                 that many cores (docs/performance/round-09.md, "Two nginx instances"). Above 1,
 #                 the listen lines get "reuseport" (the kernel spreads new connections
 #                 over the instances) and the workers' kept-alive connections are shared
 #                 out between the instances (keepalive 32 in all). Render one file per

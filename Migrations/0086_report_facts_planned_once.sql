@@ -5,7 +5,7 @@
 -- Why: none of them can be inlined (each reads a set: a FROM, or a sub-select), and a
 -- SQL-language function that is not inlined parses and plans its body again in every
 -- statement that calls it. A lone report's INSERT ran seven such bodies through the
--- planner: measured (docs/performance.md, 300 one-row INSERTs with triggers off) 2.15 ms
+-- planner: measured (docs/performance/method.md, 300 one-row INSERTs with triggers off) 2.15 ms
 -- a row as SQL against 1.1 ms as PL/pgSQL, whose plans are kept for the session. In one
 -- statement of many rows the SQL bodies are planned once, so batches gain nothing (and
 -- lose ~10% per row to PL/pgSQL's call); pushes are mostly small.

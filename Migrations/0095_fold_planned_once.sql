@@ -7,7 +7,7 @@
 -- whose body is not; so each of its five calls in a report's INSERT (the four sort keys
 -- and the search text) parsed and planned the body again, in every statement. A PL/pgSQL
 -- body keeps its plan for the connection and evaluates the expression as a simple
--- expression (docs/performance.md, "A lone push's fixed cost").
+-- expression (docs/performance/round-05.md, "A lone push's fixed cost").
 create or replace function app.fold(t text) returns text
 language plpgsql immutable strict parallel safe as $$
 begin

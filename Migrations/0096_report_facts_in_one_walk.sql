@@ -6,7 +6,7 @@
 -- Why: PostgreSQL computes each generated column on its own, so a report's INSERT ran seven
 -- PL/pgSQL fact functions whose eleven queries walked the same arrays again (the violations
 -- five times: the three counts, the dispositions, the codes; the catch twice), each query an
--- executor start and stop (docs/performance.md, "PostgreSQL's CPU per created report").
+-- executor start and stop (docs/performance/round-06.md, "PostgreSQL's CPU per created report").
 -- A generated column cannot read another, so one function returning every fact can only
 -- feed the columns from a trigger. `app.report_facts` is one query: one pass over each
 -- array, every violation fact from one aggregation.
@@ -41,7 +41,7 @@ create type app.report_facts as (
 -- per transaction: PL/pgSQL prepares each of a function's simple expressions again in every
 -- transaction, and versions of this function written as PL/pgSQL (one query and assignments:
 -- ~20 expressions; loops over the arrays: ~50) made a lone push 0.15–0.3 ms dearer while
--- they saved in pushes of 25 (docs/performance.md). A BEGIN ATOMIC body records what it calls,
+-- they saved in pushes of 25 (docs/performance/round-06.md). A BEGIN ATOMIC body records what it calls,
 -- so a dump restores it after them (0085).
 create function app.report_facts(doc jsonb) returns setof app.report_facts
 language sql immutable parallel safe

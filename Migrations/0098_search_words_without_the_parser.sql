@@ -2,7 +2,7 @@
 -- the text-search parser and without positions. Same lexemes, so every search matches the
 -- same reports: checked below on every stored row, in the migration's transaction.
 --
--- Why: the search vector was the dearest report fact (docs/performance.md, "The search
+-- Why: the search vector was the dearest report fact (docs/performance/round-07.md, "the search
 -- vector without the parser"): `to_tsvector('simple', …)` ran the default parser over a
 -- text that `regexp_replace` had already reduced to letters, digits and single spaces,
 -- so each token was exactly one run of letters and digits, and the vector kept a

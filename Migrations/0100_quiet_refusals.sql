@@ -1,6 +1,6 @@
 -- run as superuser: only a superuser grants the right to set a superuser's parameter.
 -- Expected refusals without ERROR lines in PostgreSQL's log (issue 22, eighth round;
--- docs/performance.md, "Refusals without ERROR lines").
+-- docs/performance/round-08.md, "Refusals without ERROR lines").
 --
 -- A refusal is an error to PostgreSQL: a retried push whose first attempt landed
 -- (app.expect_first_push's TW409, answered from the push log the usual way), a right the

@@ -7,7 +7,7 @@
 -- statement, whatever their expressions cost: the executor reads each expression back from
 -- its catalog string (`stringToNode`), plans and prepares it (`ExecInitStoredGenerated`),
 -- then computes them one by one. That was ~0.04 ms of a lone push's ~1.4 ms in the writing
--- backend (docs/performance.md, "A lone push's fixed cost, seventh round"). As targets of the
+-- backend (docs/performance/round-07.md, "A lone push's fixed cost, seventh round"). As targets of the
 -- trigger's one query (planned once per connection) they cost only their computation.
 --
 -- Why here and not in a repeatable file: as 0096 says, the stored values are the trigger's,

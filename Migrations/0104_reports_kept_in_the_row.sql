@@ -1,4 +1,4 @@
--- Write and pull paths (issue 22, docs/performance.md "The report's row, tenth round"): a
+-- Write and pull paths (issue 22, docs/performance/round-10.md "The report's row, tenth round"): a
 -- report's row is ~1 KB of facts, keys and search words besides its ~2.3 KB document, so
 -- above the 2 KB at which PostgreSQL starts to TOAST it. The document was compressed (lz4,
 -- 0093) to ~1.7 KB, which still left the row over 2 KB, so it was then moved out of line:

@@ -7,7 +7,7 @@
 -- Why: a BEFORE ROW trigger runs its query once per row, and each run starts and ends that
 -- query's executor (five aggregates over the document's arrays, their nested loops and
 -- expressions compiled again): ~14% of the writing backend's CPU in a push of 25, the trigger
--- with its call, SPI and 22 assignments ~40% (docs/performance.md, "The report's row, tenth
+-- with its call, SPI and 22 assignments ~40% (docs/performance/round-10.md, "The report's row, tenth
 -- round"). In the INSERT the same query is part of the statement's plan: its executor starts
 -- once per statement and each row only rescans it.
 --

@@ -133,7 +133,7 @@ shared_buffers = 256MB
 fsync = on
 synchronous_commit = on
 full_page_writes = on
-# How the WAL is flushed at COMMIT: Linux's default, chosen by measurement (docs/performance.md,
+# How the WAL is flushed at COMMIT: Linux's default, chosen by measurement (docs/performance/round-05.md,
 # "A lone push's fixed cost": open_datasync won pg_test_fsync's one-write test on this disk but
 # not the acknowledged write). Every method is as durable; production measures its own disk.
 wal_sync_method = fdatasync
@@ -141,7 +141,7 @@ log_min_duration_statement = 500ms
 log_line_prefix = '%m [%p] %q%u@%d '
 # Top-level statements counted, as a production server would; the extension itself is
 # created by whoever reads it. Nested statements and PL/pgSQL function timing are for
-# profiles only (docs/performance.md, "The push path, third round"): Bench/push_profile.py
+# profiles only (docs/performance/round-03.md, "The push path, third round"): Bench/push_profile.py
 # turns them on (ALTER SYSTEM) only while it profiles.
 shared_preload_libraries = 'pg_stat_statements'
 CONF

@@ -8,7 +8,7 @@
 -- (repeatable/0100): an expected refusal, without an ERROR line in PostgreSQL's log.
 -- One query (pgbench on the 2-core benchmark machine: 9,500 -> 11,600 calls/s against the
 -- earlier two).
--- One row, not RETURNS TABLE (issue 22, docs/performance.md "Idle polls, third round"): a
+-- One row, not RETURNS TABLE (issue 22, docs/performance/round-03.md "Idle polls, third round"): a
 -- set-returning function is materialized in a tuplestore and, called from PL/pgSQL
 -- (app.unchanged), is a full query with its executor started for every call; returning one
 -- row through its OUT parameters, `perform app.authenticate(…)` is a simple expression,

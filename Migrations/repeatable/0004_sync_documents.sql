@@ -106,7 +106,7 @@ grant execute on function app.team_partitions(int) to tideway_worker;
 -- life (nearly every request runs it).
 -- The agency's existence is asked on its own: a CASE holding a sub-select is a full query
 -- (its executor started at every call), while the kind and the other branches are simple
--- expressions (issue 22: an idle poll's PostgreSQL time, docs/performance.md).
+-- expressions (issue 22: an idle poll's PostgreSQL time, docs/performance/round-03.md).
 create or replace function app.can_read(p text) returns boolean
 language plpgsql stable security definer set search_path = app, pg_temp as $$
 declare
@@ -129,13 +129,13 @@ $$;
 -- Whether the caller may write documents of `collection` in partition `p`: the write rule
 -- of app.collections (0004), written out as static SQL from its rows. PL/pgSQL for the
 -- reason app.can_read is: as a SECURITY DEFINER SQL function its body was parsed and planned
--- again in every statement (0.3 ms of every push, issue 22, docs/performance.md). Generic
+-- again in every statement (0.3 ms of every push, issue 22, docs/performance/round-05.md). Generic
 -- plans: a plan for the call's own collection folds the CASE away, so PostgreSQL found it
 -- cheaper and planned the expression again at every call (repeatable/0005 says more).
 -- One RETURN per rule rather than one CASE expression: an expression with a sub-select
 -- (the agency-admins rule's) is run by the executor, started and ended at every call,
 -- where PL/pgSQL evaluates a plain expression directly — the agency-members rule of every
--- report push then costs a few microseconds instead of ~0.04 ms (docs/performance.md, "A
+-- report push then costs a few microseconds instead of ~0.04 ms (docs/performance/round-07.md, "A
 -- lone push's fixed cost, seventh round").
 do $do$
 declare
@@ -176,7 +176,7 @@ $do$;
 -- collection of the change: `partition/collection` ('/' is in no partition's grammar), else
 -- the partition alone. Every listener takes the partition part (ChangeNotice.swift); the event
 -- publisher reads only the named collection's changes, and all of them when none is named
--- (docs/performance.md, "The publisher's read narrowed to the changed collection"). PostgreSQL
+-- (docs/performance/round-09.md, "The publisher's read narrowed to the changed collection"). PostgreSQL
 -- sends one notification per distinct payload per transaction.
 drop function if exists app.tick(text);
 create or replace function app.tick(p text, collection text default null) returns bigint
@@ -201,7 +201,7 @@ $$;
 -- Changes of one partition (a lone push, and most pushes) take the clock with one upsert:
 -- the general statement below (a hash aggregate, a window, two joins) cost ~0.1 ms of
 -- executor set-up and run per call whatever its size, a third of it the upsert
--- (docs/performance.md, "A lone push's fixed cost, seventh round"). Same numbers: the
+-- (docs/performance/round-07.md, "A lone push's fixed cost, seventh round"). Same numbers: the
 -- i-th of k changes gets the clock's new value - k + i. `collection`: that of every change, for
 -- the notification (app.tick).
 drop function if exists app.ticks(text[]);
@@ -259,7 +259,7 @@ $$;
 -- parsed and planned again at every call, and every statement that reads an agency table
 -- under these policies calls it once per table (a carried event's read of an agency
 -- partition 7 times, a push's write once): ~8 parses and plans per pushed report, the
--- largest item of a push's PostgreSQL profile (docs/performance.md, "The push path, third
+-- largest item of a push's PostgreSQL profile (docs/performance/round-03.md, "The push path, third
 -- round"). PL/pgSQL keeps the plan for the connection's life.
 create or replace function app.readable_agency_partitions() returns text[]
 language plpgsql stable security definer set search_path = app, pg_temp as $$

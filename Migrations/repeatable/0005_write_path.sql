@@ -12,7 +12,7 @@
 -- the generic one — always, when the values fold away a CASE over the collection or size
 -- an `= any(array)`: the push-log lookup of app.expect_first_push, the push-log INSERT of
 -- app.insert_documents and app.can_write's CASE were planned at every push (~0.6 ms of a
--- lone push's ~3 ms, docs/performance.md). The statements here are small lookups and
+-- lone push's ~3 ms, docs/performance/round-05.md). The statements here are small lookups and
 -- writes by key, whose generic plan is the custom one.
 
 -- The table of a collection (app.collections, 0004), null for an unknown one: a CASE
@@ -168,7 +168,7 @@ $do$;
 -- applies the push again the usual way. Read after the lock, like the usual path's lookup,
 -- so a retry racing its first attempt sees that attempt's outcomes. Raised by app.refuse
 -- (repeatable/0100): every retried push takes this way, and its ERROR line in the server's
--- log was noise (docs/performance.md, "Refusals without ERROR lines").
+-- log was noise (docs/performance/round-08.md, "Refusals without ERROR lines").
 --
 -- The write rights one by one in a loop: app.can_write is then a plain expression PL/pgSQL
 -- evaluates itself, where the query over unnest(…) was an executor started and ended per push.
@@ -202,7 +202,7 @@ $$;
 -- connection (a SQL function's INSERT is planned again at every call).
 --
 -- Every push pays for this row, so it is written as cheaply as the same effect allows
--- (docs/performance.md, "A created report's effects, ninth round": 99 → 65 µs a call):
+-- (docs/performance/round-09.md, "A created report's effects, ninth round": 99 → 65 µs a call):
 -- - a device that pushed before (every push but its first) takes a plain UPDATE, not the
 --   upsert's speculative insertion (arbiter index probed, existing row locked, then
 --   updated); the first push inserts, and a concurrent first push still meets the upsert;
@@ -232,7 +232,7 @@ $$;
 -- applyFirstPush): the push's lock, app.expect_first_push, the device named for the report
 -- history (0020) and the device's row. Four statements of the pipeline were four
 -- executions of their own (a portal, a snapshot, an executor started and ended, a
--- result sent back): ~0.1 ms of a lone push's backend CPU (docs/performance.md, "A lone
+-- result sent back): ~0.1 ms of a lone push's backend CPU (docs/performance/round-07.md, "A lone
 -- push's fixed cost, seventh round"). The device row may come before the writes: nothing
 -- reads it in the push, and a failed push rolls it back with everything else.
 create or replace function app.open_first_push(
@@ -275,12 +275,12 @@ $$;
 -- at every call. The branches appear twice (with and without the savepoint); both are
 -- the one template below. The push-log rows of the written documents go in with them, in
 -- the same statement (a CTE): a statement of their own cost ~0.02 ms of executor set-up
--- per push (docs/performance.md, "A lone push's fixed cost, seventh round").
+-- per push (docs/performance/round-07.md, "A lone push's fixed cost, seventh round").
 --
 -- A report's facts (the columns of app.report_row_facts, Migrations/0108) are written by the
 -- INSERT itself, from the document: computed as part of the statement, for every row at once,
 -- where the BEFORE trigger (which then does not fire) started its query's executor per row
--- (docs/performance.md, "A report's facts computed by its push's INSERT"). The documents come
+-- (docs/performance/round-12.md, "A report's facts computed by its push's INSERT"). The documents come
 -- from `docs` by jsonb_array_elements, a column each fact reads, not `docs -> n` evaluated
 -- again at every use of the document in the inlined facts.
 do $do$

@@ -12,7 +12,7 @@
 -- every transaction, and each poll is its own transaction: so app.authenticate is called
 -- as a simple expression (it returns one row), and the partitions are walked one by one,
 -- each an index lookup of its clock, stopping at the first that moved, rather than joined
--- in a query with a sub-select (issue 22, docs/performance.md "Idle polls, third round").
+-- in a query with a sub-select (issue 22, docs/performance/round-03.md "Idle polls, third round").
 create or replace function app.unchanged(token_hash bytea, partitions text[], seqs bigint[], horizons bigint[]) returns boolean
 language plpgsql security definer set search_path = app, pg_temp as $$
 declare

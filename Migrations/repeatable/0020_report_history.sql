@@ -39,7 +39,7 @@ $$;
 -- that PostgreSQL inlines it, with app.history_hash, into the statement that writes the
 -- entries: no function call per entry. It was PL/pgSQL, a call per entry and its
 -- expression prepared again in every transaction: ~10 µs more per entry
--- (docs/performance.md, "A created report's effects, ninth round"). Same bytes: the same
+-- (docs/performance/round-09.md, "A created report's effects, ninth round"). Same bytes: the same
 -- expression.
 --
 -- The length is cast to text explicitly: `integer || text` is anynonarray || text, which is
@@ -121,7 +121,7 @@ $$;
 -- sub-select made `prev` an expression holding a subplan, and PostgreSQL does not inline a
 -- function that uses such an argument twice, so app.history_field(prev) ran as a SQL function
 -- of its own: its body read and planned in every statement, executed per entry (~2% of a lone
--- push's backend CPU, docs/performance.md, "A report's facts computed by its push's INSERT").
+-- push's backend CPU, docs/performance/round-12.md, "A report's facts computed by its push's INSERT").
 -- The same value: the last entry's hash, '' when the report has none.
 create or replace function app.record_report_inserts() returns trigger
 language plpgsql security definer set search_path = app, pg_temp as $$

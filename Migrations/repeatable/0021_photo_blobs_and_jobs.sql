@@ -108,7 +108,7 @@ create or replace trigger report_photos_delete after update on sync.reports
 -- its query is planned once per connection, and one app.can_read of one partition replaces
 -- the two tables' read policies (the owner reads past row-level security, so the check is
 -- the function's own). It replaces BEGIN, the claims statement, the query and COMMIT
--- (docs/performance.md, "Blobs, this round"). It also answers the photo's partition and
+-- (docs/performance/round-02.md, "Blobs, this round"). It also answers the photo's partition and
 -- the token's remaining life (app.access_token_ttl, 0094): what the worker remembers to
 -- answer the next downloads from memory (Sources/Blobs/BlobMemory.swift), emptied by the
 -- triggers of 0094 (which watch the photo and blob columns read here too).

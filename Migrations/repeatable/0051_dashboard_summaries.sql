@@ -95,7 +95,7 @@ begin
     -- whatever the number of boardings taken from it: the removals' extremes of a row reach
     -- its bounds exactly when one of them lies on an edge (a counted boarding lies within).
     -- (Read again per boarding taken away, a mass deletion of copies of one boarding cost
-    -- seconds: 2,000 removals × 3,000 boardings of the day; docs/performance.md, "The summary
+    -- seconds: 2,000 removals × 3,000 boardings of the day; docs/performance/round-12.md, "The summary
     -- fold after a mass deletion".)
     execute replace(replace($f$
 create or replace function app.apply_boarding_deltas(deltas app.boarding_delta[]) returns void
@@ -200,7 +200,7 @@ $$;
 -- answers how many reports changed what they count. Every partition has a clock (users',
 -- teams', conversations'), and partition_kind's regular expressions cost ~20 µs a row: the
 -- prefix test first keeps a turn with nothing to fold from costing that for every user of
--- the server (0.69 → 0.06 ms on 31 clocks; docs/performance.md, "The summary fold off the
+-- the server (0.69 → 0.06 ms on 31 clocks; docs/performance/round-11.md, "The summary fold off the
 -- event's tail").
 -- partition_kind's test comes last, for the clocks ahead of their watermark only (offset 0
 -- keeps the planner from moving it down to every agency clock: ~10 µs each, most of an
@@ -231,7 +231,7 @@ $$;
 
 -- The job runner's turn is this one statement when there is nothing to do (JobRunner): is a
 -- job due, is any summary behind? Before, an idle turn ran two transactions of four
--- statements each, ~1 ms of its backend's CPU every half second (docs/performance.md, "The
+-- statements each, ~1 ms of its backend's CPU every half second (docs/performance/round-12.md, "The
 -- summary fold after a mass deletion").
 -- (PL/pgSQL, whose plans a session keeps: a SQL function's body is planned at every call,
 -- which cost as much as the two transactions it replaces.)

@@ -48,7 +48,7 @@ $$;
 -- which the publisher closes before it publishes what it read. One PL/pgSQL call, its
 -- statements planned once per connection, where the claims, the revocations (a SQL
 -- function planned at every call) and the pull's status statement were three statements
--- (docs/performance.md, "The event publisher's read, fourth round").
+-- (docs/performance/round-04.md, "The event publisher's read, fourth round").
 -- The publisher sends no BEGIN (EventChanges.session): its read is the implicit
 -- transaction of one pipeline, made repeatable read by its connection's defaults. Anything
 -- else would let the changes be read in a later snapshot than the clock and the

@@ -1,4 +1,4 @@
--- Warm-up at start (issue 22; docs/performance.md, "A restart's first push and event"). A
+-- Warm-up at start (issue 22; docs/performance/round-11.md, "A restart's first push and event"). A
 -- backend's first push costs ~11 ms more of PostgreSQL CPU than the next: the write path's
 -- relations, indexes, policies, triggers and PL/pgSQL functions are loaded, compiled and
 -- planned in that backend at its first use, and all of it is kept for the connection's

@@ -159,7 +159,7 @@ package enum BlobRoutes {
         // One statement, its own transaction, prepared once per connection: app.blob_for_download
         // checks the token and reads the photo under its partition's rule (BEGIN, the claims,
         // the query and COMMIT were most of a download's PostgreSQL and worker time,
-        // docs/performance.md). An unknown token fails the statement: 401.
+        // docs/performance/round-05.md). An unknown token fails the statement: 401.
         let row = try context.app.database.withConnection { connection in
             try connection.execute(.reused("select * from app.blob_for_download(\(SQLBytes(hash)), \(id))")).first
         }
@@ -179,7 +179,7 @@ package enum BlobRoutes {
 
     /// Made once: making a counter by its label looks its series up (a key built, a map
     /// searched) on every download: 3 µs of the route's 29 µs in a loaded profile
-    /// (docs/performance.md, "Blobs, seventh round").
+    /// (docs/performance/round-07.md, "Blobs, seventh round").
     static let bytesServed = Counter(label: "tideway_blob_bytes_served_total")
 
     /// The answer to a download the caller may make: nginx sends the bytes (`/_blobs/`).

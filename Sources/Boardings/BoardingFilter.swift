@@ -177,7 +177,7 @@ struct BoardingFilter {
             // beyond (`key > k`; its one-time filter on the ties' count skips the scan). As one
             // condition, `key >= k and (key > k or id > i)` bounds the index by the key alone:
             // a deep page of a sort with few distinct keys (safety, violations) read every tie
-            // before its position, 14–36 ms at 100,000 reports (docs/performance.md, "Which of
+            // before its position, 14–36 ms at 100,000 reports (docs/performance/round-11.md, "Which of
             // sync.reports' indexes earn their cost"). Both ranges always scanned would be
             // worse: the second, filtered to one agency, can run through every other agency's
             // keys to find its first row. Spelled out rather than as a row comparison: record

@@ -102,7 +102,7 @@ public final class ConnectionPool: @unchecked Sendable {
     /// after a borrower gives it back while another connection lies idle, and before it is
     /// lent again. A pool opens connections under a burst (up to one per thread) and lends
     /// the one given back last first, so without it a write could land on a connection that
-    /// only ever served reads and pay that connection's first write (docs/performance.md,
+    /// only ever served reads and pay that connection's first write (docs/performance/round-12.md,
     /// "Connections the pool opens later"). Its first borrower still meets it cold, as it
     /// would meet any connection opened for it: warming before that first lend would put the
     /// warm-up on that request. Connections `withEach` ran on count as warmed. Set once at
@@ -117,7 +117,7 @@ public final class ConnectionPool: @unchecked Sendable {
     /// PostgreSQL backend ends, and the memory its caches held with it), as long as more than
     /// `floor` connections are open, lent ones included. A burst opens connections up to
     /// capacity, one per thread; without this each stayed open, idle, for the process's life
-    /// (docs/performance.md, "The pool gives back what a burst opened"). Lent connections
+    /// (docs/performance/round-13.md, "The pool gives back what a burst opened"). Lent connections
     /// and those being warmed are not idle, so never closed; a burst after a shrink opens
     /// (and warms) connections again as the first one did. The check runs on a utility
     /// thread every `seconds / 2`, at least once a minute, so a connection goes between

@@ -71,7 +71,7 @@ public struct SQL: Sendable, ExpressibleByStringInterpolation, CustomStringConve
 
     /// Joins fragments with a separator, renumbering parameters. In one pass: joining by `+`
     /// copied the text built so far at every part (the event publisher's seven-branch read,
-    /// docs/performance.md, "The event publisher's CPU per event").
+    /// docs/performance/round-06.md, "The event publisher's CPU per event").
     public static func join(_ parts: [SQL], separator: String) -> SQL {
         var text = ""
         var binds: [String?] = []
@@ -131,7 +131,7 @@ extension Bool: SQLValue { public var sqlText: String { self ? "t" : "f" } }
 /// A text[] parameter (`= any(\(list))`, a push's ids, partitions and change ids). Made on
 /// UTF-8 bytes in one buffer: built with Character iteration and string concatenation, it
 /// was a third of the worker's CPU in a push of 25 reports while the documents went as a
-/// `jsonb[]` too, full of quotes to escape (docs/performance.md, "The worker's CPU per
+/// `jsonb[]` too, full of quotes to escape (docs/performance/round-05.md, "The worker's CPU per
 /// pushed document"; they now go as one JSON array, `WritePlan`).
 extension Array: SQLValue where Element == String {
     public var sqlText: String {

@@ -99,7 +99,7 @@ public final class Transaction {
     /// them fails (the same effects, snapshots and locks as between BEGIN and COMMIT; a failed
     /// commit is the Sync's error, `Connection.pipeline`). Two statements fewer for the
     /// server to parse, bind and run, and for libpq to send and read: a lone push is one
-    /// such pipeline (docs/performance.md, "A lone push outside PostgreSQL"). Drops the BEGIN.
+    /// such pipeline (docs/performance/round-08.md, "A lone push outside PostgreSQL"). Drops the BEGIN.
     private func whole() -> Bool {
         guard beginMayBeOmitted, openingCount > 0, openingCount == pending.count, openingResults.isEmpty,
               pending.first?.text == "begin" else { return false }

@@ -287,7 +287,7 @@ public final class EventPublisher {
     /// start): thin, after a read of its clock alone, which keeps what `published` means (the
     /// next carried event's `after`; no second event for a change announced already). The
     /// changes and the reader's claims read for nobody were ~0.2–0.3 ms of the reading
-    /// backend's CPU per lone push (docs/performance.md, "What a write's event
+    /// backend's CPU per lone push (docs/performance/round-13.md, "What a write's event
     /// costs"). The revocations recorded meanwhile are closed first, as after every read.
     func publishUnheard(_ partition: String) throws {
         let (clock, start): (Int64, Row?)
@@ -330,7 +330,7 @@ public final class EventPublisher {
     /// an event of an agency reads (its reports alone, and the whole partition), read-only,
     /// publishing nothing: the first event after a start paid ~16–24 ms more of its backend's
     /// CPU (the connection opened, app.start_event_read compiled, the reads planned;
-    /// docs/performance.md, "A restart's first push and event"). Best effort: a failure
+    /// docs/performance/round-11.md, "A restart's first push and event"). Best effort: a failure
     /// leaves the reader to be opened by the first event, as before.
     func warmReader() {
         let started = DispatchTime.now()

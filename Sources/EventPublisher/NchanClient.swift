@@ -131,7 +131,7 @@ final class NchanClient {
 
     /// Reads the status line, the headers and a Content-Length body (nchan's answers are
     /// small). On bytes: Foundation's trimming and a copied array per searched position were
-    /// a sixth of the publisher's CPU per event (docs/performance.md, "The event publisher's
+    /// a sixth of the publisher's CPU per event (docs/performance/round-06.md, "The event publisher's
     /// CPU per event").
     private func readResponse() throws -> (status: Int, body: [UInt8]) {
         var buffer: [UInt8] = []

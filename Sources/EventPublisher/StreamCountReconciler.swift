@@ -13,7 +13,7 @@ import Support
 /// Its connection does not LISTEN: the publisher's listening connection hears
 /// `tideway_streams_check` and calls `checkNow()`. PostgreSQL 15 signals every listening
 /// backend of the database at every commit that notifies, whatever the channel, so a
-/// listener of its own was one more backend woken by every write (docs/performance.md,
+/// listener of its own was one more backend woken by every write (docs/performance/round-07.md,
 /// "Listeners woken per commit"). While the publisher's listener reconnects, a request is
 /// missed and waits for the next round, as it did when this connection was down.
 /// Unchecked Sendable: after `start()` only its own thread touches it, but for `wake`.

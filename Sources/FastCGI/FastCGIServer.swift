@@ -32,7 +32,7 @@ public final class FastCGIServer: Sendable {
     private let unixSocket: Bool
     // Counted and recorded without a lock: every request of every thread passes here, and
     // two mutexes taken twice per request were a twentieth of an idle poll's worker CPU,
-    // spinning under 32 threads (docs/performance.md, "Every change together, sixth round").
+    // spinning under 32 threads (docs/performance/round-06.md, "Every change together, sixth round").
     private let inFlight = Atomic<Int>(0)
     private let serving = Atomic<Int>(0)
     private let stopping = Atomic<Bool>(false)
@@ -178,7 +178,7 @@ public final class FastCGIServer: Sendable {
             // (shutdown, poll, read): close it ourselves after the answer. A unix socket keeps
             // what was written for nginx to read after our close, even with bytes of nginx's
             // left unread here (a TCP connection would be reset and could lose the answer:
-            // there the lingering close stays). docs/performance.md, "Blobs, sixth round".
+            // there the lingering close stays). docs/performance/round-06.md, "Blobs, sixth round".
             if closeFirst { tw_fcgx_close_when_finished(request) }
             FCGX_Finish_r(request)
             if closeFirst { tw_fcgx_undetach(request) }
@@ -186,7 +186,7 @@ public final class FastCGIServer: Sendable {
             // A large request or response (a full pull, a push with inline photos, a CSV
             // export) leaves megabytes free inside the allocator's arenas, which glibc keeps:
             // give them back now, so that RSS stays near what the threads hold at rest
-            // (docs/performance.md, "Worker memory"). Small requests skip it.
+            // (docs/performance/method.md, "Worker memory"). Small requests skip it.
             if large { tw_malloc_trim() }
         }
     }
@@ -196,7 +196,7 @@ public final class FastCGIServer: Sendable {
     /// unix socket is woken each time nginx takes our previous answer off it (the kernel's
     /// write-space wake-up wakes every sleeper on the socket, and `read` then finds nothing
     /// and sleeps again); `poll` asks for input only, and the kernel skips it for that
-    /// wake-up. One wake-up less per request, for one system call more (docs/performance.md,
+    /// wake-up. One wake-up less per request, for one system call more (docs/performance/round-08.md,
     /// "Idle polls without a log line"). Interrupted (a signal), libfcgi's `read` waits as
     /// before. `fd` < 0: no connection in hand, accept() comes next.
     static func awaitNextRequest(on fd: Int32) {

@@ -6,7 +6,7 @@ import Foundation
 /// header, ...) and a request reads about ten: they are kept as nginx sent them, copied
 /// into one buffer with an index of where each starts, and found by a scan of the names.
 /// Building a dictionary of every parameter, then one of every header, for each request
-/// cost a tenth of the worker's CPU per idle poll (docs/performance.md, "Idle polls").
+/// cost a tenth of the worker's CPU per idle poll (docs/performance/round-02.md, "Idle polls, this round").
 /// When a name comes twice the last one counts, as it did in the dictionaries.
 public struct RequestFields: Sendable {
     /// `NAME=VALUE` entries one after another, each ended by a 0 byte.

@@ -54,7 +54,7 @@ public final class JobRunner {
     /// The runner does not LISTEN for new jobs: PostgreSQL 15 signals every listening
     /// backend of the database at every commit that notifies, whatever the channel, so its
     /// listening backend was woken by every write of every client, to find nothing for it
-    /// (docs/performance.md, "Listeners woken per commit"). A job now starts at the runner's
+    /// (docs/performance/round-07.md, "Listeners woken per commit"). A job now starts at the runner's
     /// next turn, within `foldEvery` of its commit, instead of at once: a photo's offload is
     /// never waited for (the push is answered and the inline photo synced before it).
     public func runForever(sweepEvery: TimeInterval) throws -> Never {
@@ -83,7 +83,7 @@ public final class JobRunner {
     /// Whether a job is due and whether any summary is behind, in one statement outside a
     /// transaction: a turn with nothing to do is that statement alone, not the claim's and
     /// the fold's two transactions of four statements each (~1 ms of its backend's CPU every
-    /// half second; docs/performance.md, "The summary fold after a mass deletion").
+    /// half second; docs/performance/round-12.md, "The summary fold after a mass deletion").
     func workPending() throws -> (jobsDue: Bool, foldDue: Bool) {
         let row = try connection.execute("select jobs_due, fold_due from app.job_runner_work()").first
         return (row?.bool("jobs_due") ?? true, row?.bool("fold_due") ?? true)

@@ -6,7 +6,7 @@ import TidewayJSON
 ///
 /// `path` is the pointer to `value`, grown and shrunk in place as the walk goes down and up. A
 /// new pointer per field, the keys and fields sorted per object and two lookups per key were
-/// most of validating a pushed report (docs/performance.md, "The worker's CPU per pushed
+/// most of validating a pushed report (docs/performance/round-05.md, "The worker's CPU per pushed
 /// document"); sorting is now for invalid objects only.
 enum SchemaValidator {
     static func check(_ value: JSON, against schema: Schema, at path: inout JSONPointer) throws(SchemaViolation) -> JSON? {
@@ -61,7 +61,7 @@ enum SchemaValidator {
 
     /// Whether `check` would return nil for `value`: valid, and nothing to normalize. The
     /// usual document is; walked this way first, it keeps no pointer up to date per field and
-    /// has nothing to unwind (docs/performance.md, "The worker's CPU per push, thirteenth
+    /// has nothing to unwind (docs/performance/round-13.md, "The worker's CPU per push, thirteenth
     /// round"). Anything else is walked again by `check`, which finds the violation or the
     /// normalized value. Scalars are `check`'s own answer.
     static func isValidAsIs(_ value: JSON, against schema: Schema) -> Bool {

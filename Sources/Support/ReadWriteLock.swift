@@ -3,7 +3,7 @@ import Glibc
 /// A value many threads read at once and few change: readers share the lock, so none waits
 /// for another; a writer has it alone. For state read on every request and written rarely
 /// (`AuthCache`: each idle poll of every thread reads it, and behind one `Mutex` 32 threads
-/// queued and spun for each other's lookups, docs/performance.md, "Every change together,
+/// queued and spun for each other's lookups, docs/performance/round-06.md, "Every change together,
 /// sixth round"). glibc's default rwlock lets readers in while others read; a writer gets in
 /// as soon as no reader holds it, which on a request path of microsecond reads is at once.
 public final class ReadWriteLock<Value: Sendable>: @unchecked Sendable {

@@ -21,9 +21,9 @@ public enum EventChanges {
     /// these make it a repeatable read, read-only one, the snapshot `read` needs, in which
     /// every prepared statement runs its generic plan. PostgreSQL kept planning the read of
     /// an agency partition's changes (a union of seven tables, every index of each opened by
-    /// the planner) anew at every event (`PullQuery.genericPlans`; docs/performance.md, "The
+    /// the planner) anew at every event (`PullQuery.genericPlans`; docs/performance/round-04.md, "The
     /// event publisher's read, fourth round"). BEGIN, that SET LOCAL and COMMIT were three
-    /// more statements per event (docs/performance.md, "The event publisher's CPU per
+    /// more statements per event (docs/performance/round-06.md, "The event publisher's CPU per
     /// event"). `app.start_event_read` refuses to run in any other kind of transaction.
     public static let session: [SQL] = [
         "set default_transaction_isolation = 'repeatable read'",
@@ -71,7 +71,7 @@ public enum EventChanges {
         // thin whatever the changes are, so they are not read. Read, they were the partition's
         // first 51 changes from number 0, its oldest documents rendered for nothing: ~5 ms of
         // the reading backend's CPU at each partition's first event after a start
-        // (docs/performance.md, "A restart's first push and event").
+        // (docs/performance/round-11.md, "A restart's first push and event").
         let results = try connection.pipeline(since == nil ? [start(of: name, revocationsAfter: handled)]
                                                             : [start(of: name, revocationsAfter: handled), changes])
         let rows = since == nil ? [] : results[1].rows

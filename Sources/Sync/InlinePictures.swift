@@ -23,7 +23,7 @@ enum InlinePictures {
     /// Whether a body of `bodyBytes` may hold a string or key that `checkStrings` refuses: no
     /// string or key decodes to more bytes than its text has, so one no longer than both
     /// limits holds none. A push of 25 reports (~57 KB) is far under the usual 256 KiB, and
-    /// the walk was 4% of the worker's CPU per document (docs/performance.md, "The worker's
+    /// the walk was 4% of the worker's CPU per document (docs/performance/round-13.md, "The worker's
     /// CPU per push, thirteenth round").
     static func mayRefuse(bodyBytes: Int, limit: Int, documentLimit: Int) -> Bool {
         bodyBytes > min(limit, documentLimit)
@@ -32,7 +32,7 @@ enum InlinePictures {
     /// `path`: the keys and indices down to `value`, made into a JSON Pointer only for a
     /// string or key over a limit. Made for every key instead (two Foundation replacements
     /// and a concatenation each), it was a fifth of the worker's CPU per push of one report
-    /// (docs/performance.md, "The acknowledged write's timeline").
+    /// (docs/performance/round-04.md, "The acknowledged write's timeline").
     private static func check(_ value: JSON, limit: Int, documentLimit: Int, path: inout [String],
                               allowed: (String) -> Bool) throws(ChangeRejection) {
         switch value {

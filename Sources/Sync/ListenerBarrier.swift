@@ -65,13 +65,13 @@ final class SendingLink: ListenerLink {
 /// come meanwhile are covered by the next, which is sent as soon as the answer is in. Before,
 /// a poll woke the listener thread through a pipe to send every Sync: one more sleep and
 /// wake-up, and two more system calls, per round trip (a photo download's context switches
-/// in the worker went from 4.3 to 3.3; docs/performance.md, "Blobs, seventh round").
+/// in the worker went from 4.3 to 3.3; docs/performance/round-07.md, "Blobs, seventh round").
 ///
 /// The poll that sends a round trip also reads its answer (`drive`), while the listener
 /// thread is told not to wake for it (`ListenerLink.listenerWatches`): with 32 clients most
 /// round trips cover one poll, and the listener's wake-up to read the answer, then the poll's
 /// to be let through, were two of a poll's three or four thread switches in the worker
-/// (docs/performance.md, "The idle poll's round trip read by the poll"). It does so only when
+/// (docs/performance/round-09.md, "The idle poll's round trip read by the poll"). It does so only when
 /// the listener thread is not reading at that moment (else the listener reads it, as before),
 /// and hands the connection back once its own ticket is through: a round trip sent for polls
 /// that came meanwhile is read by the listener.
@@ -79,7 +79,7 @@ final class SendingLink: ListenerLink {
 /// Each poll that waits for another's round trip sleeps on a semaphore of its own, signalled
 /// once a round trip covers it. With one condition broadcast, every poll a round trip let
 /// through woke at once and queued on the condition's mutex (32 clients: about one lock wait
-/// per poll, a sixth of a worker's context switches; docs/performance.md, "The idle poll's
+/// per poll, a sixth of a worker's context switches; docs/performance/round-06.md, "The idle poll's
 /// wake-ups"); a semaphore's waiter leaves its wait holding nothing.
 ///
 /// `@unchecked Sendable`: all mutable state is guarded by `lock`.

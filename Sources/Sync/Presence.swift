@@ -25,7 +25,7 @@ public final class Presence: Sendable {
 
     /// Whether this login's touch is due in this worker process; if so it counts as done
     /// from now. A push that is due sends `statement` in the push's transaction, before its
-    /// COMMIT: one WAL flush on the answer's path rather than two (docs/performance.md,
+    /// COMMIT: one WAL flush on the answer's path rather than two (docs/performance/round-06.md,
     /// "The write's tail"). `digest`: the token's (`Tokens.digest`), when the caller has it.
     func due(_ context: RequestContext, digest known: [UInt8]? = nil) -> Bool {
         guard let token = context.bearerToken else { return false }

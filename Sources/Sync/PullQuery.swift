@@ -28,7 +28,7 @@ enum PullQuery {
     /// of the generic plan's rows, a third of the partition, made that plan look costlier)
     /// and planned the union of the kind's tables anew each time, ~0.2–0.45 ms; the generic
     /// plan is the same range scan per table, no slower for 100 changes nor for 5,000
-    /// (docs/performance.md, "Generic plans for the pull").
+    /// (docs/performance/round-04.md, "Generic plans for the pull").
     static let genericPlans: SQL = "set local plan_cache_mode = force_generic_plan"
 
     /// Up to `limit` changes after `cursor`, in (seq, collection, id) order.
@@ -40,17 +40,17 @@ enum PullQuery {
     /// branch instead made PostgreSQL sort the rendered text (11.7 MB for one agency's 5,000
     /// reports, spilled to disk) and send nothing before all was rendered and sorted; now the
     /// first row leaves once the keys are sorted, and the rendering, the worker and nginx
-    /// work at once (docs/performance.md, "Pulls that PostgreSQL streams").
+    /// work at once (docs/performance/round-03.md, "Pulls that PostgreSQL streams").
     ///
     /// Prepared once per connection: planning the union of a kind's
     /// collections was a quarter of PostgreSQL's CPU for a pull of 100 changes (pgbench
-    /// `-M prepared`, docs/performance.md); its generic plan (`genericPlans`) is the same
+    /// `-M prepared`, docs/performance/round-04.md); its generic plan (`genericPlans`) is the same
     /// range scan per collection, and a full pull did not get slower with it.
     ///
     /// One text per kind, made once, whose branches share the five parameters (partition,
     /// cursor's number, collection and id, limit): built at every call with a parameter per
     /// use (43 for an agency), it was a tenth of the event publisher's CPU per event, and
-    /// every bound value was sent and parsed again per branch (docs/performance.md, "The
+    /// every bound value was sent and parsed again per branch (docs/performance/round-06.md, "The
     /// event publisher's CPU per event").
     static func changes(of partition: Partition, after cursor: Cursor, limit: Int) -> SQL {
         SQL(unsafeSQL: changesText[partition.kind]!,

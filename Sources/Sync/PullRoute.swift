@@ -149,7 +149,7 @@ enum PullRoute {
         // One statement, its own transaction (no BEGIN/COMMIT around it: a third of the
         // database's work per idle poll); app.unchanged checks the token first, and only reads.
         // Prepared once per connection (parsing and planning it was about 15% of PostgreSQL's
-        // share of an idle poll, docs/performance.md); its plan is a function call either way.
+        // share of an idle poll, docs/performance/method.md); its plan is a function call either way.
         let position: SQL = context.app.replica == nil ? "null" : "pg_current_wal_lsn()::text"
         let row = try context.app.database.withConnection { connection in
             try connection.execute(.reused("""

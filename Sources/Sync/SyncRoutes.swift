@@ -73,7 +73,7 @@ enum PushRoute {
         }
         let writeLimits = WritePath.Limits(documentBytes: limits.documentBytes)
         // Presence, when due, in the push's own transaction: a second one would be a second
-        // WAL flush before the answer (docs/performance.md, "The write's tail"). A push that
+        // WAL flush before the answer (docs/performance/round-06.md, "The write's tail"). A push that
         // fails leaves it to the login's next sync after `Presence.interval`.
         let also = service.presence.due(context) ? [Presence.statement] : []
         // New documents only (a device back from sea): one round trip, unless it turns out
@@ -119,6 +119,6 @@ enum PushRoute {
     }
 
     /// The usual outcome's series, made once: making one looks it up in the metrics factory
-    /// (2.5% of the worker's CPU per lone push, docs/performance.md).
+    /// (2.5% of the worker's CPU per lone push, docs/performance/round-08.md).
     private static let appliedChanges = counter(.applied)
 }

@@ -96,7 +96,7 @@ package enum WarmUp {
         } catch is Undo {}
         // The pull's own statements as PullRoute sends them (prepared on this connection, their
         // generic plans made), in its kind of snapshot: a backend's first pull cost ~4 ms more
-        // of its CPU than the next (docs/performance.md). The claims of a made-up officer of an
+        // of its CPU than the next (docs/performance/round-11.md). The claims of a made-up officer of an
         // agency that does not exist, rather than app.authenticate's (no token): in a
         // read-only snapshot, rolled back, they read nothing.
         let pull = PullQuery.statements([PullAnswer.Entry(name: nowhere.description, partition: nowhere, cursor: .start)], limit: 1)

@@ -67,7 +67,7 @@ struct JSONParser {
 
     /// The fields are gathered on `pairs` and the dictionary made at the `}` with room for
     /// all of them: grown one insert at a time, it hashed every key again at each resize
-    /// (docs/performance.md, "The worker's CPU per pushed document"). A duplicate key is
+    /// (docs/performance/round-05.md, "The worker's CPU per pushed document"). A duplicate key is
     /// reported as before, the first one in the text, even when a later error stops the object.
     private mutating func parseObject(depth: Int) throws(JSONParseError) -> JSON {
         try checkDepth(depth)

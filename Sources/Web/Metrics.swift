@@ -57,7 +57,7 @@ public enum Metrics {
 
     /// The series one kind of request records into, made once per (method, route, status)
     /// and kept: making them per request (swift-metrics' handlers, their keys with escaped
-    /// labels) cost a tenth of the worker's CPU per idle poll (docs/performance.md).
+    /// labels) cost a tenth of the worker's CPU per idle poll (docs/performance/round-02.md).
     struct RequestSeries: Sendable {
         let requests: CoreMetrics.Counter
         let duration: CoreMetrics.Timer

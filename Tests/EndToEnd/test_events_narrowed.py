@@ -1,4 +1,4 @@
-"""The publisher's read narrowed to the changed collection (docs/performance.md, "The
+"""The publisher's read narrowed to the changed collection (docs/performance/round-09.md, "The
 publisher's read narrowed to the changed collection"): a commit's notification names the
 partition and the collection (`partition/collection`), and the event of a change of one
 collection reads that collection's changes only. It may carry them only when they are all

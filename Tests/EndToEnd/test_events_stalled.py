@@ -1,6 +1,6 @@
 """A stream whose client stopped reading is closed (Deploy/nginx: send_timeout under the
 keep-alive interval), so that nginx does not keep every later event for it without bound;
-a stream that reads is left open (docs/performance.md, "nginx's memory under a long-held
+a stream that reads is left open (docs/performance/round-07.md, "nginx's memory under a long-held
 event stream")."""
 import hashlib
 import http.client

@@ -2,7 +2,7 @@
 an event stream) and keeps it after every other answer nginx asked it to keep
 (Sources/FastCGI/FastCGIServer.swift). nginx never reuses a connection after such an
 answer: it acts on the headers and closes it, so waiting on it for a next request only
-cost the worker a wake-up and libfcgi's lingering close (docs/performance.md, "Blobs, sixth
+cost the worker a wake-up and libfcgi's lingering close (docs/performance/round-06.md, "Blobs, sixth
 round"). Talks to a worker's socket as nginx does (FCGI_KEEP_CONN), past nginx."""
 import glob
 import os

@@ -1,4 +1,4 @@
-"""Which PostgreSQL backends every write wakes (docs/performance.md, "Listeners woken per
+"""Which PostgreSQL backends every write wakes (docs/performance/round-07.md, "Listeners woken per
 commit"). PostgreSQL 15 signals every backend that LISTENs on anything in the database at
 each commit that notifies, whatever the channel. Only the processes that act on every
 change may listen: each worker's ChangeHub and the event publisher, one connection each.

@@ -163,7 +163,7 @@ def test_pushes_of_new_documents_only_still_answer_retries_and_missing_rights():
 
 def test_a_push_marks_its_user_on_line_in_its_own_transaction():
     """Presence, when due, rides in the push's transaction rather than one of its own after
-    it: one WAL flush before the answer, not two (docs/performance.md, "The write's tail").
+    it: one WAL flush before the answer, not two (docs/performance/round-06.md, "The write's tail").
     Both ways a push goes: new documents only (one round trip) and the usual one."""
     email = new_user()
     first = Client(email)

@@ -113,7 +113,7 @@ import Testing
 
     /// `isValidAsIs`, the walk a valid document takes, says "as it is" exactly when `check`
     /// would answer nil: valid, nothing normalized. Any disagreement would store a document
-    /// `check` refuses or normalizes (docs/performance.md, "The worker's CPU per push,
+    /// `check` refuses or normalizes (docs/performance/round-13.md, "The worker's CPU per push,
     /// thirteenth round").
     @Test func theValidWalkAgreesWithCheck() throws {
         func edited(_ pointer: String, _ value: JSON?) -> JSON { report.setting(JSONPointer(parsing: pointer)!, to: value) }

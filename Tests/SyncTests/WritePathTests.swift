@@ -57,7 +57,7 @@ import Testing
     }
 
     /// New documents of one collection go as one JSON array parameter, written from their
-    /// bytes in the order they came (docs/performance.md, "The worker's CPU per push,
+    /// bytes in the order they came (docs/performance/round-13.md, "The worker's CPU per push,
     /// thirteenth round"); documents of another collection get a statement of their own.
     @Test func newDocumentsGoAsOneJSONArray() throws {
         var plan = WritePath.Plan(clientID: "c1", oneTrip: true)
