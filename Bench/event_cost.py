@@ -29,7 +29,8 @@ import requests
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import writes_bench as wb  # noqa: E402
-from sql_legs_cpu import connections, pids, pusher, threads_ns  # noqa: E402
+from proc_counters import threads_ns  # noqa: E402
+from sql_legs_cpu import connections, pids, pusher  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LOGS = os.path.join(wb.STATE, "log")

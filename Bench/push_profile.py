@@ -25,6 +25,7 @@ import requests
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import writes_bench as wb  # noqa: E402
+from proc_counters import processes  # noqa: E402
 
 
 def postgres_processes():
@@ -36,7 +37,7 @@ def postgres_processes():
     with psycopg2.connect(wb.ADMIN) as conn, conn.cursor() as cur:
         cur.execute("select pid, application_name from pg_stat_activity where application_name <> ''")
         names = dict(cur.fetchall())
-    table = wb._processes()
+    table = processes()
     kinds = {"exited backends": table[root][2] / wb.TICK, "postmaster": table[root][1] / wb.TICK}
     for pid, (ppid, own, _) in table.items():
         if ppid != root:

@@ -32,7 +32,7 @@ import uuid
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import writes_bench as wb  # noqa: E402
-from sql_legs_cpu import threads_ns  # noqa: E402
+from proc_counters import threads_ns  # noqa: E402
 
 BINS = os.path.join(os.path.dirname(wb.STATE.rstrip("/")), "bins")
 LOGS = os.path.join(wb.STATE, "log")

@@ -27,6 +27,8 @@ import uuid
 import psycopg2
 import requests
 
+from proc_counters import TICK, processes, stat
+
 URL = os.environ["TIDEWAY_BENCH_URL"]
 CA = os.environ["TIDEWAY_BENCH_CA"]
 ADMIN = os.environ["BENCH_ADMIN_DATABASE"]
@@ -37,17 +39,9 @@ PARTITION = f"agency={AGENCY}"
 SECONDS = int(os.environ.get("BENCH22_SECONDS", "4"))
 RUNS = int(os.environ.get("BENCH22_RUNS", "3"))
 CLIENTS = 4  # concurrent connections for the rates
-TICK = os.sysconf("SC_CLK_TCK")
 
 
 # Server CPU from the processes' own counters
-
-def _stat(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    # after the ")": state ppid ... utime(12) stime(13) cutime(14) cstime(15), 0-based from state
-    return int(fields[1]), int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14])
-
 
 def _read_pid(path):
     try:
@@ -57,20 +51,9 @@ def _read_pid(path):
         return None
 
 
-def _processes():
-    table = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                table[int(name)] = _stat(name)
-            except OSError:
-                pass
-    return table
-
-
 def cpu_snapshot():
     """Seconds of CPU used so far by the workers, PostgreSQL, nginx, the job runner and the event publisher of the bench stack."""
-    table = _processes()
+    table = processes()
     children = {}
     for pid, (ppid, _, _) in table.items():
         children.setdefault(ppid, []).append(pid)
@@ -129,8 +112,7 @@ def worker_backend():
         pid = cur.fetchone()[0]
 
     def cpu():
-        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / TICK
+        return stat(pid)[1] / TICK
     return conn, pid, cpu
 
 
