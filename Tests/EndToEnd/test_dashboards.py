@@ -14,6 +14,7 @@ import pytest
 
 from browser_support import HAVE_CHROMIUM, NO_CHROMIUM, chromium, shot
 from conftest import PASSWORD, URL, admin_db, fold_summaries, new_user, session
+from synclib import new_agency
 
 FROM, TO = "2026-01-01", "2026-03-31"
 RANGE = f"?from={FROM}&to={TO}"
@@ -51,11 +52,8 @@ def insert_duty(cur, partition, email, date, status):
 
 @pytest.fixture(scope="module")
 def fixture():
-    a, b = "Dash A " + uuid.uuid4().hex[:6], "Dash B " + uuid.uuid4().hex[:6]
+    a, b = new_agency("Dash A"), new_agency("Dash B")
     pa, pb = "agency=" + a, "agency=" + b
-    with admin_db() as conn, conn.cursor() as cur:
-        for key in (a, b):
-            cur.execute("insert into app.agencies (key, name) values (%s, %s)", (key, key))
     admin, o1, o2, o3 = new_user("agencyAdmin", a), new_user("officer", a), new_user("officer", a), new_user("officer", a)
     admin_b = new_user("agencyAdmin", b)
     on_since = dt.datetime.now(dt.timezone.utc).replace(microsecond=0) - dt.timedelta(hours=3)
