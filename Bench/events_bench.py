@@ -38,7 +38,7 @@ import uuid
 import psycopg2
 import requests
 
-from proc_counters import TICK, processes, stat, status_kb
+from proc_counters import TICK, processes, read_pid, stat, status_kb
 
 URL = os.environ["TIDEWAY_BENCH_URL"]
 CA = os.environ["TIDEWAY_BENCH_CA"]
@@ -300,19 +300,12 @@ def cpu_seconds():
             return 0
         return table[pid][1] + (table[pid][2] if reaped else 0) + sum(t[1] for t in table.values() if t[0] == pid)
 
-    def pid_in(path):
-        try:
-            with open(path) as f:
-                return int(f.readline().strip())
-        except (OSError, ValueError):
-            return None
-
     run = os.path.join(STATE, "run")
-    ticks = {"nginx": sum(family(pid_in(os.path.join(run, f))) for f in os.listdir(run) if NGINX_PID.fullmatch(f)),
-             "workers": sum(family(pid_in(os.path.join(run, f))) for f in os.listdir(run) if re.fullmatch(r"worker-\d+\.pid", f)),
-             "PostgreSQL": family(pid_in(os.path.join(STATE, "pg", "postmaster.pid")), reaped=True),
-             "publisher": family(pid_in(os.path.join(run, "events.pid"))),
-             "jobs": family(pid_in(os.path.join(run, "jobs.pid"))),
+    ticks = {"nginx": sum(family(read_pid(os.path.join(run, f))) for f in os.listdir(run) if NGINX_PID.fullmatch(f)),
+             "workers": sum(family(read_pid(os.path.join(run, f))) for f in os.listdir(run) if re.fullmatch(r"worker-\d+\.pid", f)),
+             "PostgreSQL": family(read_pid(os.path.join(STATE, "pg", "postmaster.pid")), reaped=True),
+             "publisher": family(read_pid(os.path.join(run, "events.pid"))),
+             "jobs": family(read_pid(os.path.join(run, "jobs.pid"))),
              "subscribers": sum(t[1] for t in table.values() if t[0] == os.getpid())}
     if NETNS:  # the clients' kernel: their end of the veth pair polled by its thread (Bench/veth_clients.py)
         ticks["clients' kernel"] = sum(t[1] for pid, t in table.items() if comm(pid).startswith(f"napi/{NETNS[:11]}-c"))

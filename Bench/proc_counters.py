@@ -6,6 +6,15 @@ import os
 TICK = os.sysconf("SC_CLK_TCK")
 
 
+def read_pid(path):
+    """The pid in a pid file, or None (no such file, or nothing written in it yet)."""
+    try:
+        with open(path) as f:
+            return int(f.readline().strip())
+    except (OSError, ValueError):
+        return None
+
+
 def stat(pid):
     """(parent pid, clock ticks of CPU it used, ticks its reaped children used), or None
     once it is gone."""

@@ -27,7 +27,7 @@ import requests
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import writes_bench as wb  # noqa: E402
-from proc_counters import processes, threads_ns  # noqa: E402
+from proc_counters import processes, read_pid, threads_ns  # noqa: E402
 
 
 def backends_of(pid):
@@ -51,10 +51,10 @@ def pids():
     """The processes counted, by part: PostgreSQL's children (backends and background
     processes), of which the event publisher's apart, and the server's other processes."""
     table = processes()
-    postmaster = wb._read_pid(os.path.join(wb.STATE, "pg", "postmaster.pid"))
+    postmaster = read_pid(os.path.join(wb.STATE, "pg", "postmaster.pid"))
 
     def own(name):
-        return wb._read_pid(os.path.join(wb.RUN_DIR, name))
+        return read_pid(os.path.join(wb.RUN_DIR, name))
 
     def tree(root):
         return [root] + [p for p, (ppid, _, _) in table.items() if ppid == root] if root else []

@@ -27,7 +27,7 @@ import uuid
 import psycopg2
 import requests
 
-from proc_counters import TICK, processes, stat
+from proc_counters import TICK, processes, read_pid, stat
 
 URL = os.environ["TIDEWAY_BENCH_URL"]
 CA = os.environ["TIDEWAY_BENCH_CA"]
@@ -43,14 +43,6 @@ CLIENTS = 4  # concurrent connections for the rates
 
 # Server CPU from the processes' own counters
 
-def _read_pid(path):
-    try:
-        with open(path) as f:
-            return int(f.readline().strip())
-    except (OSError, ValueError):
-        return None
-
-
 def cpu_snapshot():
     """Seconds of CPU used so far by the workers, PostgreSQL, nginx, the job runner and the event publisher of the bench stack."""
     table = processes()
@@ -64,15 +56,15 @@ def cpu_snapshot():
         own = table[root][1] + (table[root][2] if with_exited else 0)
         return own + sum(table[c][1] for c in children.get(root, []))
 
-    workers = sum(tree(_read_pid(os.path.join(RUN_DIR, f)), False)
+    workers = sum(tree(read_pid(os.path.join(RUN_DIR, f)), False)
                   for f in os.listdir(RUN_DIR) if re.fullmatch(r"worker-\d+\.pid", f))
-    postgres = tree(_read_pid(os.path.join(STATE, "pg", "postmaster.pid")), True)
-    nginx = sum(tree(_read_pid(os.path.join(RUN_DIR, f)), False)  # every instance's (NGINX_INSTANCES)
+    postgres = tree(read_pid(os.path.join(STATE, "pg", "postmaster.pid")), True)
+    nginx = sum(tree(read_pid(os.path.join(RUN_DIR, f)), False)  # every instance's (NGINX_INSTANCES)
                 for f in os.listdir(RUN_DIR) if re.fullmatch(r"nginx(-\d+)?\.pid", f))
-    jobs = tree(_read_pid(os.path.join(RUN_DIR, "jobs.pid")), False)
+    jobs = tree(read_pid(os.path.join(RUN_DIR, "jobs.pid")), False)
     # The change-event publisher reads and publishes every write (its PostgreSQL backend is
     # in `postgres` already); the limit's inserts notify it too, so it counts on both sides.
-    events = tree(_read_pid(os.path.join(RUN_DIR, "events.pid")), False)
+    events = tree(read_pid(os.path.join(RUN_DIR, "events.pid")), False)
     return {"worker": workers / TICK, "postgres": postgres / TICK, "nginx": nginx / TICK, "jobs": jobs / TICK,
             "events": events / TICK}
 
