@@ -9,6 +9,8 @@ import time
 import psycopg2
 import requests
 
+from proc_counters import status_kb
+
 URL = os.environ["TIDEWAY_BENCH_URL"]
 CA = os.environ["TIDEWAY_BENCH_CA"]
 STATE = os.environ["TIDEWAY_BENCH_STATE"]
@@ -57,13 +59,6 @@ def worker_pids():
         if re.fullmatch(r"worker-\d+\.pid", name):
             pids.append(int(open(os.path.join(run, name)).read().strip()))
     return pids
-
-
-def status_kb(pid, field):
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    return 0
 
 
 def main():

@@ -13,6 +13,8 @@ import uuid
 
 import requests
 
+from proc_counters import TICK, stat
+
 STATE = os.environ["TIDEWAY_CLUSTER_STATE"]
 NET = os.environ["TIDEWAY_CLUSTER_NET"]
 CA = f"{STATE}/tls/ca.crt"
@@ -83,19 +85,10 @@ def wrk_many(targets, seconds=6):
 def cpu_by_host():
     """CPU seconds used so far by each host's processes (those in its network namespace)."""
     prefix = os.environ.get("CLUSTER_PREFIX", "twc")
-    hz = os.sysconf("SC_CLK_TCK")
     used = {}
     for host in ("db", "a", "b"):
         pids = subprocess.run(["ip", "netns", "pids", f"{prefix}-{host}"], capture_output=True, text=True).stdout.split()
-        total = 0
-        for pid in pids:
-            try:
-                with open(f"/proc/{pid}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-                total += int(fields[11]) + int(fields[12])  # utime, stime
-            except (OSError, IndexError):
-                pass
-        used[host] = total / hz
+        used[host] = sum(counters[1] for counters in map(stat, pids) if counters) / TICK
     return used
 
 

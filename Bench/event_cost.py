@@ -29,7 +29,8 @@ import requests
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import writes_bench as wb  # noqa: E402
-from sql_legs_cpu import connections, pids, pusher, threads_ns  # noqa: E402
+from proc_counters import read_pid, threads_ns  # noqa: E402
+from sql_legs_cpu import connections, pids, pusher  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LOGS = os.path.join(wb.STATE, "log")
@@ -72,7 +73,7 @@ def snapshot(members):
 
 
 def stop_publisher():
-    supervisor = wb._read_pid(os.path.join(wb.RUN_DIR, "supervise-events.pid"))
+    supervisor = read_pid(os.path.join(wb.RUN_DIR, "supervise-events.pid"))
     if supervisor:
         try:
             os.kill(supervisor, 15)

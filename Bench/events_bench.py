@@ -38,6 +38,8 @@ import uuid
 import psycopg2
 import requests
 
+from proc_counters import TICK, processes, read_pid, stat, status_kb
+
 URL = os.environ["TIDEWAY_BENCH_URL"]
 CA = os.environ["TIDEWAY_BENCH_CA"]
 STATE = os.environ["TIDEWAY_BENCH_STATE"]
@@ -253,14 +255,7 @@ def rss_kb(name):
         pids = masters + [p for p in os.listdir("/proc") if p.isdigit() and parent(p) in masters]
     else:
         pids = [open(os.path.join(run, f)).read().strip() for f in os.listdir(run) if f.startswith("worker-") and f.endswith(".pid")]
-    total = 0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/status") as f:
-                total += next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
-        except (OSError, StopIteration):
-            pass
-    return total
+    return sum(status_kb(pid) for pid in pids)
 
 
 def nginx_worker_files():
@@ -291,48 +286,30 @@ def comm(pid):
 
 
 def parent(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[1]
-    except OSError:
-        return None
+    counters = stat(pid)
+    return str(counters[0]) if counters else None
 
 
 def cpu_seconds():
     """CPU seconds so far of this stack's server processes, part by part, and of this bench's
     subscriber processes (its children), from the processes' own counters."""
-    table = {}  # pid: (parent, own ticks, ticks of its reaped children)
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                with open(f"/proc/{pid}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            table[pid] = (fields[1], int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14]))
+    table = processes()  # pid: (parent, own ticks, ticks of its reaped children)
 
     def family(pid, reaped=False):
         if pid not in table:
             return 0
         return table[pid][1] + (table[pid][2] if reaped else 0) + sum(t[1] for t in table.values() if t[0] == pid)
 
-    def pid_in(path):
-        try:
-            with open(path) as f:
-                return f.readline().strip()
-        except OSError:
-            return None
-
     run = os.path.join(STATE, "run")
-    ticks = {"nginx": sum(family(pid_in(os.path.join(run, f))) for f in os.listdir(run) if NGINX_PID.fullmatch(f)),
-             "workers": sum(family(pid_in(os.path.join(run, f))) for f in os.listdir(run) if re.fullmatch(r"worker-\d+\.pid", f)),
-             "PostgreSQL": family(pid_in(os.path.join(STATE, "pg", "postmaster.pid")), reaped=True),
-             "publisher": family(pid_in(os.path.join(run, "events.pid"))),
-             "jobs": family(pid_in(os.path.join(run, "jobs.pid"))),
-             "subscribers": sum(t[1] for t in table.values() if t[0] == str(os.getpid()))}
+    ticks = {"nginx": sum(family(read_pid(os.path.join(run, f))) for f in os.listdir(run) if NGINX_PID.fullmatch(f)),
+             "workers": sum(family(read_pid(os.path.join(run, f))) for f in os.listdir(run) if re.fullmatch(r"worker-\d+\.pid", f)),
+             "PostgreSQL": family(read_pid(os.path.join(STATE, "pg", "postmaster.pid")), reaped=True),
+             "publisher": family(read_pid(os.path.join(run, "events.pid"))),
+             "jobs": family(read_pid(os.path.join(run, "jobs.pid"))),
+             "subscribers": sum(t[1] for t in table.values() if t[0] == os.getpid())}
     if NETNS:  # the clients' kernel: their end of the veth pair polled by its thread (Bench/veth_clients.py)
         ticks["clients' kernel"] = sum(t[1] for pid, t in table.items() if comm(pid).startswith(f"napi/{NETNS[:11]}-c"))
-    return {part: n / os.sysconf("SC_CLK_TCK") for part, n in ticks.items()}
+    return {part: n / TICK for part, n in ticks.items()}
 
 
 def nginx_schedstat():

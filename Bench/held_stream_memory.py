@@ -27,6 +27,8 @@ import threading
 import time
 import urllib.parse
 
+from proc_counters import status_kb
+
 STATE = os.environ["STATE"]
 URL = os.environ["TIDEWAY_TEST_URL"]
 CA = os.environ["TIDEWAY_TEST_CA"]
@@ -129,12 +131,7 @@ def nginx_worker():
 
 def memory(pid):
     """RSS and its parts (heap: anonymous private; shared: nchan's zone), in MB."""
-    fields = {}
-    for line in open(f"/proc/{pid}/status"):
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "RssAnon", "RssShmem"):
-            fields[key] = int(value.split()[0]) / 1024
-    return fields
+    return {field: status_kb(pid, field) / 1024 for field in ("VmRSS", "RssAnon", "RssShmem")}
 
 
 def subscribers():

@@ -25,6 +25,7 @@ import requests
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import writes_bench as wb  # noqa: E402
+from proc_counters import processes, read_pid  # noqa: E402
 
 
 def postgres_processes():
@@ -32,11 +33,11 @@ def postgres_processes():
     backend also by its application_name when it has one, so the event publisher's two
     backends, `tideway events`, show apart from the workers'), and of the exited ones (the
     postmaster's cutime + cstime)."""
-    root = wb._read_pid(os.path.join(wb.STATE, "pg", "postmaster.pid"))
+    root = read_pid(os.path.join(wb.STATE, "pg", "postmaster.pid"))
     with psycopg2.connect(wb.ADMIN) as conn, conn.cursor() as cur:
         cur.execute("select pid, application_name from pg_stat_activity where application_name <> ''")
         names = dict(cur.fetchall())
-    table = wb._processes()
+    table = processes()
     kinds = {"exited backends": table[root][2] / wb.TICK, "postmaster": table[root][1] / wb.TICK}
     for pid, (ppid, own, _) in table.items():
         if ppid != root:

@@ -29,6 +29,7 @@ import requests
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pull_sql as pullsql  # noqa: E402
+from proc_counters import TICK, stat, status_kb  # noqa: E402
 
 URL = os.environ["TIDEWAY_BENCH_URL"]
 CA = os.environ["TIDEWAY_BENCH_CA"]
@@ -39,7 +40,6 @@ HOST, PORT = urllib.parse.urlsplit(URL).hostname, urllib.parse.urlsplit(URL).por
 AGENCY, OFFICER, PASSWORD = "Gabon", "gabon.officer1@demo.tideway", "tideway-demo"
 ADMIN_EMAIL = "admin@demo.tideway"
 PARTITION = f"agency={AGENCY}"
-TICK = os.sysconf("SC_CLK_TCK")
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 # The blob row: pairs of 2 s legs (static, download), twice as many pairs as rounds.
 BLOB_PAIRS = 2 * ROUNDS
@@ -52,16 +52,6 @@ assert set(SELECTED) <= set(PATHS), f"BENCH_PATHS: each of {', '.join(PATHS)}"
 
 # --- the processes' own counters
 
-def _stat(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        # after ")": state ppid ... utime(12) stime(13) cutime(14) cstime(15) (0-based from state)
-        return int(fields[1]), int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
 def _pidfile(path):
     try:
         return open(path).readline().strip()
@@ -73,7 +63,7 @@ def _children(parent):
     out = []
     for p in os.listdir("/proc"):
         if p.isdigit():
-            s = _stat(p)
+            s = stat(p)
             if s and str(s[0]) == parent:
                 out.append(p)
     return out
@@ -96,7 +86,7 @@ def cpu():
     def total(pids, reaped_of=()):
         t = 0
         for pid in pids:
-            s = _stat(pid)
+            s = stat(pid)
             if s:
                 t += s[1] + (s[2] if pid in reaped_of else 0)
         return t / TICK
@@ -123,14 +113,7 @@ class Meter:
 
 
 def rss_mb(pids):
-    total = 0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/status") as f:
-                total += next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
-        except (OSError, StopIteration):
-            pass
-    return total / 1024
+    return sum(status_kb(pid) for pid in pids) / 1024
 
 
 # --- clients

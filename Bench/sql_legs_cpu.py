@@ -27,18 +27,7 @@ import requests
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import writes_bench as wb  # noqa: E402
-
-
-def threads_ns(pid):
-    """CPU nanoseconds so far of every thread of `pid` (0 once it is gone)."""
-    total = 0
-    try:
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
-                total += int(f.read().split()[0])
-    except OSError:
-        pass
-    return total
+from proc_counters import processes, read_pid, threads_ns  # noqa: E402
 
 
 def backends_of(pid):
@@ -61,11 +50,11 @@ def backends_of(pid):
 def pids():
     """The processes counted, by part: PostgreSQL's children (backends and background
     processes), of which the event publisher's apart, and the server's other processes."""
-    table = wb._processes()
-    postmaster = wb._read_pid(os.path.join(wb.STATE, "pg", "postmaster.pid"))
+    table = processes()
+    postmaster = read_pid(os.path.join(wb.STATE, "pg", "postmaster.pid"))
 
     def own(name):
-        return wb._read_pid(os.path.join(wb.RUN_DIR, name))
+        return read_pid(os.path.join(wb.RUN_DIR, name))
 
     def tree(root):
         return [root] + [p for p, (ppid, _, _) in table.items() if ppid == root] if root else []

@@ -32,14 +32,14 @@ import uuid
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import writes_bench as wb  # noqa: E402
-from sql_legs_cpu import threads_ns  # noqa: E402
+from proc_counters import read_pid, threads_ns  # noqa: E402
 
 BINS = os.path.join(os.path.dirname(wb.STATE.rstrip("/")), "bins")
 LOGS = os.path.join(wb.STATE, "log")
 
 
 def worker_pid(slot):
-    return wb._read_pid(os.path.join(wb.RUN_DIR, f"worker-{slot}.pid"))
+    return read_pid(os.path.join(wb.RUN_DIR, f"worker-{slot}.pid"))
 
 
 def pushes_logged(slot):

@@ -27,6 +27,8 @@ import uuid
 import psycopg2
 import requests
 
+from proc_counters import TICK, processes, read_pid, stat
+
 URL = os.environ["TIDEWAY_BENCH_URL"]
 CA = os.environ["TIDEWAY_BENCH_CA"]
 ADMIN = os.environ["BENCH_ADMIN_DATABASE"]
@@ -37,40 +39,13 @@ PARTITION = f"agency={AGENCY}"
 SECONDS = int(os.environ.get("BENCH22_SECONDS", "4"))
 RUNS = int(os.environ.get("BENCH22_RUNS", "3"))
 CLIENTS = 4  # concurrent connections for the rates
-TICK = os.sysconf("SC_CLK_TCK")
 
 
 # Server CPU from the processes' own counters
 
-def _stat(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    # after the ")": state ppid ... utime(12) stime(13) cutime(14) cstime(15), 0-based from state
-    return int(fields[1]), int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14])
-
-
-def _read_pid(path):
-    try:
-        with open(path) as f:
-            return int(f.readline().strip())
-    except (OSError, ValueError):
-        return None
-
-
-def _processes():
-    table = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                table[int(name)] = _stat(name)
-            except OSError:
-                pass
-    return table
-
-
 def cpu_snapshot():
     """Seconds of CPU used so far by the workers, PostgreSQL, nginx, the job runner and the event publisher of the bench stack."""
-    table = _processes()
+    table = processes()
     children = {}
     for pid, (ppid, _, _) in table.items():
         children.setdefault(ppid, []).append(pid)
@@ -81,15 +56,15 @@ def cpu_snapshot():
         own = table[root][1] + (table[root][2] if with_exited else 0)
         return own + sum(table[c][1] for c in children.get(root, []))
 
-    workers = sum(tree(_read_pid(os.path.join(RUN_DIR, f)), False)
+    workers = sum(tree(read_pid(os.path.join(RUN_DIR, f)), False)
                   for f in os.listdir(RUN_DIR) if re.fullmatch(r"worker-\d+\.pid", f))
-    postgres = tree(_read_pid(os.path.join(STATE, "pg", "postmaster.pid")), True)
-    nginx = sum(tree(_read_pid(os.path.join(RUN_DIR, f)), False)  # every instance's (NGINX_INSTANCES)
+    postgres = tree(read_pid(os.path.join(STATE, "pg", "postmaster.pid")), True)
+    nginx = sum(tree(read_pid(os.path.join(RUN_DIR, f)), False)  # every instance's (NGINX_INSTANCES)
                 for f in os.listdir(RUN_DIR) if re.fullmatch(r"nginx(-\d+)?\.pid", f))
-    jobs = tree(_read_pid(os.path.join(RUN_DIR, "jobs.pid")), False)
+    jobs = tree(read_pid(os.path.join(RUN_DIR, "jobs.pid")), False)
     # The change-event publisher reads and publishes every write (its PostgreSQL backend is
     # in `postgres` already); the limit's inserts notify it too, so it counts on both sides.
-    events = tree(_read_pid(os.path.join(RUN_DIR, "events.pid")), False)
+    events = tree(read_pid(os.path.join(RUN_DIR, "events.pid")), False)
     return {"worker": workers / TICK, "postgres": postgres / TICK, "nginx": nginx / TICK, "jobs": jobs / TICK,
             "events": events / TICK}
 
@@ -129,8 +104,7 @@ def worker_backend():
         pid = cur.fetchone()[0]
 
     def cpu():
-        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / TICK
+        return stat(pid)[1] / TICK
     return conn, pid, cpu
 
 

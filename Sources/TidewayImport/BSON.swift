@@ -65,16 +65,19 @@ package enum BSONReader {
     package struct Output: Sendable {
         package var documents: [(index: Int, value: BSONValue)] = []
         package var errors: [ReadError] = []
+
+        /// One result of a reader's forEach: the document, or why it could not be read.
+        mutating func keep(_ index: Int, _ result: Result<BSONValue, ReadError>) {
+            switch result {
+            case .success(let value): documents.append((index, value))
+            case .failure(let error): errors.append(error)
+            }
+        }
     }
 
     package static func documents(in bytes: [UInt8]) -> Output {
         var output = Output()
-        forEach(in: bytes) { index, _, result in
-            switch result {
-            case .success(let value): output.documents.append((index, value))
-            case .failure(let error): output.errors.append(error)
-            }
-        }
+        forEach(in: bytes) { index, _, result in output.keep(index, result) }
         return output
     }
 

@@ -20,12 +20,7 @@ package enum ExtendedJSONReader {
 
     package static func documents(in bytes: [UInt8]) -> BSONReader.Output {
         var output = BSONReader.Output()
-        forEach(in: bytes) { index, _, result in
-            switch result {
-            case .success(let value): output.documents.append((index, value))
-            case .failure(let error): output.errors.append(error)
-            }
-        }
+        forEach(in: bytes) { index, _, result in output.keep(index, result) }
         return output
     }
 

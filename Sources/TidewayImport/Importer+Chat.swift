@@ -109,63 +109,37 @@ extension Importer {
     }
 
     /// RChat's ChatMessage documents, per conversation in timestamp order.
-    func importMessages(_ file: InputFile, fileBytes: Int, counts: inout ImportReport.Counts,
+    func importMessages(_ file: InputFile, counts: inout ImportReport.Counts,
                         seen: inout [String: Source], unreadable: (ReadError) -> Void) throws {
         var byConversation: [String: [Message]] = [:]
-        var previous = 0.0
-        do {
-            try file.forEachDocument { index, fraction, result in
-                progress.advance(1, bytes: Int(Double(fileBytes) * (fraction - previous)), label: file.collection)
-                previous = fraction
-                let doc: BSONValue
-                switch result {
-                case .failure(let error):
-                    unreadable(error)
-                    return
-                case .success(let value):
-                    doc = value
-                }
-                let source = Source(file: file.path, index: index, id: Mapping.id(doc["_id"]))
-                guard let id = source.id else {
-                    counts.refuse(.init(path: "/_id", reason: "missing, or not an ObjectId, string or number"), at: source.text)
-                    return
-                }
-                if let first = seen["chatMessages/" + id] {
-                    counts.refuse(.init(path: "/_id", reason: "duplicate _id (the first one, \(first.text), is imported)"), at: source.text)
-                    return
-                }
-                seen["chatMessages/" + id] = source
-                var partitionText: String?
-                for key in ["partition", "_partition"] {
-                    if case .string(let text)? = doc[key] { partitionText = text }
-                }
-                guard let text = partitionText, let partition = Partition(text.hasPrefix("conversation=") ? text : "conversation=" + text),
-                      partition.kind == .conversation else {
-                    counts.refuse(.init(path: "/partition", reason: "missing or not conversation=<id>"), at: source.text)
-                    return
-                }
-                guard case .string(let userName)? = doc["author"], let author = try account(userName) else {
-                    counts.refuse(.init(path: "/author", reason: "no account with this userName (import RChat's User collection with it)"),
-                                  at: source.text)
-                    return
-                }
-                guard case .object(var fields) = Mapping.json(doc) else { return }
-                for name in Mapping.partitionFields { fields[name] = nil }
-                fields["_id"] = .string(id)
-                fields["author"] = .string(author.email)
-                fields["authorId"] = .string(author.id)
-                fields["serverTimestamp"] = nil
-                switch Mapping.fit(.object(fields), collection: .chatMessages, strict: options.strict) {
-                case .failure(let refusal):
-                    counts.refuse(refusal, at: source.text)
-                case .success(let (fitted, adjustments)):
-                    for adjustment in adjustments { counts.adjusted[adjustment, default: 0] += 1 }
-                    byConversation[partition.value, default: []].append(
-                        Message(source: source, id: id, author: author, doc: fitted, timestamp: fitted["timestamp"]?.stringValue ?? ""))
-                }
+        try forEachReadable(file, unreadable: unreadable) { doc, source in
+            guard let id = Self.claimID(of: source, in: .chatMessages, seen: &seen, counts: &counts) else { return }
+            var partitionText: String?
+            for key in ["partition", "_partition"] {
+                if case .string(let text)? = doc[key] { partitionText = text }
             }
-        } catch let error as ImportError {
-            report.problems.append(error.description)
+            guard let text = partitionText, let partition = Partition(text.hasPrefix("conversation=") ? text : "conversation=" + text),
+                  partition.kind == .conversation else {
+                counts.refuse(.init(path: "/partition", reason: "missing or not conversation=<id>"), at: source.text)
+                return
+            }
+            guard case .string(let userName)? = doc["author"], let author = try account(userName) else {
+                counts.refuse(.init(path: "/author", reason: "no account with this userName (import RChat's User collection with it)"),
+                              at: source.text)
+                return
+            }
+            guard var fields = Mapping.storedFields(of: doc, id: id) else { return }
+            fields["author"] = .string(author.email)
+            fields["authorId"] = .string(author.id)
+            fields["serverTimestamp"] = nil
+            switch Mapping.fit(.object(fields), collection: .chatMessages, strict: options.strict) {
+            case .failure(let refusal):
+                counts.refuse(refusal, at: source.text)
+            case .success(let (fitted, adjustments)):
+                for adjustment in adjustments { counts.adjusted[adjustment, default: 0] += 1 }
+                byConversation[partition.value, default: []].append(
+                    Message(source: source, id: id, author: author, doc: fitted, timestamp: fitted["timestamp"]?.stringValue ?? ""))
+            }
         }
         for conversation in byConversation.keys.sorted() {
             // ISO 8601 in UTC sorts as text; the server numbers the messages in this order.

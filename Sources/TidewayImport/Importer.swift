@@ -77,6 +77,46 @@ package final class Importer {
         var text: String { "\(file) #\(index + 1)" + (id.map { " _id \($0)" } ?? "") }
     }
 
+    /// A streamed file's documents one at a time, each with where it came from: the progress
+    /// line advanced, an unreadable document handed to `unreadable`, and a file cut short
+    /// (an ImportError) a problem of the run, so the next file is still read.
+    func forEachReadable(_ file: InputFile, unreadable: (ReadError) -> Void,
+                         _ body: (BSONValue, Source) throws -> Void) throws {
+        let fileBytes = file.diskBytes
+        var previous = 0.0
+        do {
+            try file.forEachDocument { index, fraction, result in
+                progress.advance(1, bytes: Int(Double(fileBytes) * (fraction - previous)), label: file.collection)
+                previous = fraction
+                switch result {
+                case .failure(let error):
+                    unreadable(error)
+                case .success(let doc):
+                    try body(doc, Source(file: file.path, index: index, id: Mapping.id(doc["_id"])))
+                }
+            }
+        } catch let error as ImportError {
+            report.problems.append(error.description)
+        }
+    }
+
+    /// The document's `_id` in `collection`, claimed; nil (and the document refused) when it
+    /// has none or an earlier document, of this file or another, has it: the first is imported.
+    static func claimID(of source: Source, in collection: SyncCollection, seen: inout [String: Source],
+                        counts: inout ImportReport.Counts) -> String? {
+        guard let id = source.id else {
+            counts.refuse(.init(path: "/_id", reason: "missing, or not an ObjectId, string or number"), at: source.text)
+            return nil
+        }
+        let key = collection.rawValue + "/" + id
+        if let first = seen[key] {
+            counts.refuse(.init(path: "/_id", reason: "duplicate _id (the first one, \(first.text), is imported)"), at: source.text)
+            return nil
+        }
+        seen[key] = source
+        return id
+    }
+
     package func run(_ files: [InputFile]) throws -> ImportReport {
         let started = Date()
         let actor = try findActor()
@@ -137,99 +177,59 @@ package final class Importer {
                 }
                 progress.advance(output.documents.count, bytes: fileBytes, label: file.collection)
             case .history:
-                var previous = 0.0
-                do {
-                    try file.forEachDocument { index, fraction, result in
-                        progress.advance(1, bytes: Int(Double(fileBytes) * (fraction - previous)), label: file.collection)
-                        previous = fraction
-                        guard case .success(let doc) = result else {
-                            if case .failure(let error) = result { unreadable(error) }
-                            return
-                        }
-                        let source = Source(file: file.path, index: index, id: Mapping.id(doc["_id"]))
-                        guard let reportID = Mapping.id(doc["originalDocument"]?["_id"] ?? doc["recordId"] ?? doc["reportId"]) else {
-                            counts.refuse(.init(path: "/originalDocument/_id", reason: "missing: which report this history belongs to"),
-                                          at: source.text)
-                            return
-                        }
-                        let at: Int64
-                        switch doc["dateCreated"] ?? doc["date"] {
-                        case .date(let millis)?: at = millis
-                        case .string(let text)? where ISODate.millis(text) != nil: at = ISODate.millis(text)!
-                        default:
-                            counts.refuse(.init(path: "/dateCreated", reason: "missing or not a date"), at: source.text)
-                            return
-                        }
-                        var change = Mapping.json(doc).objectValue ?? [:]
-                        change["importedFrom"] = "ChangeHistory"
-                        history[reportID, default: []].append((at, JSON.object(change).serialized()))
-                        counts.created += 1
+                try forEachReadable(file, unreadable: unreadable) { doc, source in
+                    guard let reportID = Mapping.id(doc["originalDocument"]?["_id"] ?? doc["recordId"] ?? doc["reportId"]) else {
+                        counts.refuse(.init(path: "/originalDocument/_id", reason: "missing: which report this history belongs to"),
+                                      at: source.text)
+                        return
                     }
-                } catch let error as ImportError {
-                    report.problems.append(error.description)
+                    let at: Int64
+                    switch doc["dateCreated"] ?? doc["date"] {
+                    case .date(let millis)?: at = millis
+                    case .string(let text)? where ISODate.millis(text) != nil: at = ISODate.millis(text)!
+                    default:
+                        counts.refuse(.init(path: "/dateCreated", reason: "missing or not a date"), at: source.text)
+                        return
+                    }
+                    var change = Mapping.json(doc).objectValue ?? [:]
+                    change["importedFrom"] = "ChangeHistory"
+                    history[reportID, default: []].append((at, JSON.object(change).serialized()))
+                    counts.created += 1
                 }
             case .chatMessages:
                 try ensureConversations()
-                try importMessages(file, fileBytes: fileBytes, counts: &counts, seen: &seen, unreadable: unreadable)
+                try importMessages(file, counts: &counts, seen: &seen, unreadable: unreadable)
             case .documents(let collection):
                 var batch: [String: [Pending]] = [:]
-                var previous = 0.0
-                do {
-                    try file.forEachDocument { index, fraction, result in
-                        progress.advance(1, bytes: Int(Double(fileBytes) * (fraction - previous)), label: file.collection)
-                        previous = fraction
-                        let doc: BSONValue
-                        switch result {
-                        case .failure(let error):
-                            unreadable(error)
-                            return
-                        case .success(let value):
-                            doc = value
-                        }
-                        let source = Source(file: file.path, index: index, id: Mapping.id(doc["_id"]))
-                        guard let id = source.id else {
-                            counts.refuse(.init(path: "/_id", reason: "missing, or not an ObjectId, string or number"), at: source.text)
-                            return
-                        }
-                        let key = collection.rawValue + "/" + id
-                        if let first = seen[key] {
-                            counts.refuse(.init(path: "/_id", reason: "duplicate _id (the first one, \(first.text), is imported)"),
-                                          at: source.text)
-                            return
-                        }
-                        seen[key] = source
-                        guard let agency = Mapping.agency(of: doc) else {
-                            counts.refuse(.init(path: "/agency", reason: "missing: the agency (partition) the document belongs to"),
-                                          at: source.text)
-                            return
-                        }
-                        guard knownAgencies.contains(agency) else {
-                            counts.refuse(.init(path: "/agency", reason: "no such agency (import its Agency document or create it first)"),
-                                          at: source.text)
-                            return
-                        }
-                        guard case .object(var fields) = Mapping.json(doc) else { return }
-                        for name in Mapping.partitionFields { fields[name] = nil }
-                        fields["_id"] = .string(id)
-                        var pictureSHA: String?
-                        if collection == .photos, case .binary(_, let bytes)? = doc["picture"] {
-                            pictureSHA = Crypto.hex(Crypto.sha256(bytes))
-                        }
-                        switch Mapping.fit(.object(fields), collection: collection, strict: options.strict) {
-                        case .failure(let refusal):
-                            counts.refuse(refusal, at: source.text)
-                        case .success(let (fitted, adjustments)):
-                            for adjustment in adjustments { counts.adjusted[adjustment, default: 0] += 1 }
-                            let partition = Partition.agency(agency)
-                            batch[partition, default: []].append(
-                                Pending(source: source, id: id, partition: partition, doc: fitted, pictureSHA: pictureSHA))
-                            if batch[partition]!.count >= options.batchSize {
-                                try write(batch.removeValue(forKey: partition)!, collection: collection, history: history, counts: &counts)
-                            }
+                try forEachReadable(file, unreadable: unreadable) { doc, source in
+                    guard let id = Self.claimID(of: source, in: collection, seen: &seen, counts: &counts) else { return }
+                    guard let agency = Mapping.agency(of: doc) else {
+                        counts.refuse(.init(path: "/agency", reason: "missing: the agency (partition) the document belongs to"),
+                                      at: source.text)
+                        return
+                    }
+                    guard knownAgencies.contains(agency) else {
+                        counts.refuse(.init(path: "/agency", reason: "no such agency (import its Agency document or create it first)"),
+                                      at: source.text)
+                        return
+                    }
+                    guard let fields = Mapping.storedFields(of: doc, id: id) else { return }
+                    var pictureSHA: String?
+                    if collection == .photos, case .binary(_, let bytes)? = doc["picture"] {
+                        pictureSHA = Crypto.hex(Crypto.sha256(bytes))
+                    }
+                    switch Mapping.fit(.object(fields), collection: collection, strict: options.strict) {
+                    case .failure(let refusal):
+                        counts.refuse(refusal, at: source.text)
+                    case .success(let (fitted, adjustments)):
+                        for adjustment in adjustments { counts.adjusted[adjustment, default: 0] += 1 }
+                        let partition = Partition.agency(agency)
+                        batch[partition, default: []].append(
+                            Pending(source: source, id: id, partition: partition, doc: fitted, pictureSHA: pictureSHA))
+                        if batch[partition]!.count >= options.batchSize {
+                            try write(batch.removeValue(forKey: partition)!, collection: collection, history: history, counts: &counts)
                         }
                     }
-                } catch let error as ImportError {
-                    report.problems.append(error.description)
                 }
                 for partition in batch.keys.sorted() {
                     try write(batch[partition]!, collection: collection, history: history, counts: &counts)

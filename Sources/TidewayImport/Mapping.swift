@@ -119,6 +119,15 @@ package enum Mapping {
     /// Fields that only carried the partition in Realm (the partition is the row's now).
     static let partitionFields: Set<String> = ["agency", "_partition", "partition"]
 
+    /// A document's fields as Tideway stores them: without the partition fields, `_id` the
+    /// export's id as text; nil when the document is not an object.
+    static func storedFields(of doc: BSONValue, id: String) -> [String: JSON]? {
+        guard case .object(var fields) = json(doc) else { return nil }
+        for name in partitionFields { fields[name] = nil }
+        fields["_id"] = .string(id)
+        return fields
+    }
+
     // MARK: drift rules
 
     /// One adjustment made to fit Tideway's schema: which rule, where.

@@ -1,12 +1,11 @@
 """Helpers for the back-office boardings tests: browser sign-in, forms read from pages,
 reports arranged directly in the database."""
 import json
-import os
 import re
 import uuid
 from html.parser import HTMLParser
 
-from conftest import CA, PASSWORD, STATE, URL, admin_db, session
+from conftest import CA, PASSWORD, URL, admin_db, session
 
 
 def signed_in(email):
@@ -111,9 +110,3 @@ def history_exists():
     with admin_db() as conn, conn.cursor() as cur:
         cur.execute("select to_regclass('app.report_history') is not null")
         return cur.fetchone()[0]
-
-
-def screenshot_dir():
-    path = os.path.join(STATE or "/tmp", "screenshots")
-    os.makedirs(path, exist_ok=True)
-    return path

@@ -246,9 +246,10 @@ def new_team(admin_email, agency, name="Crew"):
     return f"team={tid}"
 
 
-def new_agency():
-    """A fresh agency of its own, so that a test's partition is its alone."""
-    key = "T " + uuid.uuid4().hex[:8]
+def new_agency(prefix="T"):
+    """A fresh agency of its own, so that a test's partition is its alone: its key (and
+    name) is `prefix` and a random suffix."""
+    key = f"{prefix} {uuid.uuid4().hex[:8]}"
     with admin_db() as conn, conn.cursor() as cur:
         cur.execute("insert into app.agencies (key, name) values (%s, %s)", (key, key))
     return key

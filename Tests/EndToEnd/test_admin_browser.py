@@ -2,36 +2,21 @@
 set a password and sign in as them; deactivate them and see their open session end;
 edit a menu list and find the change in a sync pull of that agency. Screenshots of the
 pages at desktop and phone widths go to the stack's screenshots folder."""
-import os
-import shutil
 import uuid
 
 import pytest
 
 from admin_support import GLOBAL_ADMIN, user_row
-from conftest import PASSWORD, STATE, URL
+from browser_support import HAVE_CHROMIUM, NO_CHROMIUM, chromium, shot
+from conftest import PASSWORD, URL
 from synclib import Client
 
-if not (shutil.which("chromedriver") and os.path.exists("/usr/bin/chromium")):
-    pytest.skip("chromium and chromium-driver are not installed", allow_module_level=True)
+if not HAVE_CHROMIUM:
+    pytest.skip(NO_CHROMIUM, allow_module_level=True)
 
-from selenium import webdriver  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support import expected_conditions as EC  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
-
-SHOTS = os.path.join(STATE or "/tmp", "screenshots")
-
-
-def chromium(width=1200, height=900):
-    options = webdriver.ChromeOptions()
-    options.binary_location = "/usr/bin/chromium"
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", f"--window-size={width},{height}",
-                 "--ignore-certificate-errors"):
-        options.add_argument(flag)
-    return webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
-
 
 def sign_in(driver, email, password=PASSWORD):
     driver.get(URL + "/login")
@@ -41,11 +26,6 @@ def sign_in(driver, email, password=PASSWORD):
     # Signed in: the home page is the role's dashboard, with the user's name in the top bar.
     WebDriverWait(driver, 20).until(lambda d: "/login" not in d.current_url)
     WebDriverWait(driver, 20).until(EC.presence_of_element_located((By.CSS_SELECTOR, ".who .name")))
-
-
-def shot(driver, name):
-    os.makedirs(SHOTS, exist_ok=True)
-    driver.save_screenshot(os.path.join(SHOTS, name + ".png"))
 
 
 def pull_all(client, partition, cursor):

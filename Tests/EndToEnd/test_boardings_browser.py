@@ -5,22 +5,18 @@ import os
 import uuid
 
 import pytest
-from selenium import webdriver
 from selenium.common.exceptions import NoAlertPresentException, WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from boardings_support import history_exists, insert_report, report_doc, screenshot_dir, stored
+from boardings_support import history_exists, insert_report, report_doc, stored
+from browser_support import chromium, screenshot_dir
 from conftest import PASSWORD, URL
 
 
 @pytest.fixture(scope="module")
 def browser():
-    options = webdriver.ChromeOptions()
-    for arg in ["--headless=new", "--no-sandbox", "--ignore-certificate-errors", "--window-size=1280,1000",
-                "--disable-dev-shm-usage"]:
-        options.add_argument(arg)
-    driver = webdriver.Chrome(options=options)
+    driver = chromium(1280, 1000)
     driver.implicitly_wait(2)
     yield driver
     driver.quit()

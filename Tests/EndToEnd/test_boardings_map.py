@@ -10,6 +10,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from conftest import URL, admin_db, new_user
+from synclib import new_agency
 from test_dashboards import browser_for
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
@@ -28,11 +29,9 @@ def insert(cur, partition, date, level="Green", location=(9.2, -0.6), draft=Fals
 
 @pytest.fixture(scope="module")
 def agencies():
-    a, b = "Map A " + uuid.uuid4().hex[:6], "Map B " + uuid.uuid4().hex[:6]
+    a, b = new_agency("Map A"), new_agency("Map B")
     pa, pb = "agency=" + a, "agency=" + b
     with admin_db() as conn, conn.cursor() as cur:
-        for key in (a, b):
-            cur.execute("insert into app.agencies (key, name) values (%s, %s)", (key, key))
         ids = {
             "green": insert(cur, pa, "2026-01-05T10:00:00Z", "Green", (9.1, -0.5)),
             "red": insert(cur, pa, "2026-01-06T10:00:00Z", "Red", (9.3, -0.7), vessel="Scarlet"),
@@ -111,10 +110,9 @@ def test_empty_results_say_so(agencies):
 
 
 def test_many_boardings_are_binned_and_the_bins_add_up():
-    key = "Map many " + uuid.uuid4().hex[:6]
+    key = new_agency("Map many")
     p = "agency=" + key
     with admin_db() as conn, conn.cursor() as cur:
-        cur.execute("insert into app.agencies (key, name) values (%s, %s)", (key, key))
         for i in range(620):
             insert(cur, p, f"2026-02-{1 + i % 28:02d}T10:00:00Z", ["Green", "Amber", "Red"][i % 3],
                    (9 + (i % 31) / 30, -(i % 17) / 16))

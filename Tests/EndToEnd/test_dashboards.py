@@ -6,15 +6,15 @@ counted; the pages are looked at in headless Chromium (screenshots in the test s
 import datetime as dt
 import html
 import json
-import os
 import re
-import shutil
 import uuid
 import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import PASSWORD, STATE, URL, admin_db, fold_summaries, new_user, session
+from browser_support import HAVE_CHROMIUM, NO_CHROMIUM, chromium, shot
+from conftest import PASSWORD, URL, admin_db, fold_summaries, new_user, session
+from synclib import new_agency
 
 FROM, TO = "2026-01-01", "2026-03-31"
 RANGE = f"?from={FROM}&to={TO}"
@@ -52,11 +52,8 @@ def insert_duty(cur, partition, email, date, status):
 
 @pytest.fixture(scope="module")
 def fixture():
-    a, b = "Dash A " + uuid.uuid4().hex[:6], "Dash B " + uuid.uuid4().hex[:6]
+    a, b = new_agency("Dash A"), new_agency("Dash B")
     pa, pb = "agency=" + a, "agency=" + b
-    with admin_db() as conn, conn.cursor() as cur:
-        for key in (a, b):
-            cur.execute("insert into app.agencies (key, name) values (%s, %s)", (key, key))
     admin, o1, o2, o3 = new_user("agencyAdmin", a), new_user("officer", a), new_user("officer", a), new_user("officer", a)
     admin_b = new_user("agencyAdmin", b)
     on_since = dt.datetime.now(dt.timezone.utc).replace(microsecond=0) - dt.timedelta(hours=3)
@@ -245,22 +242,13 @@ def test_global_dashboard_table_and_sorting(fixture):
 
 
 def test_dashboards_in_headless_chromium(fixture):
-    if not (shutil.which("chromedriver") and os.path.exists("/usr/bin/chromium")):
-        pytest.skip("chromium and chromium-driver are not installed")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
+    if not HAVE_CHROMIUM:
+        pytest.skip(NO_CHROMIUM)
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.ui import WebDriverWait
 
-    options = webdriver.ChromeOptions()
-    options.binary_location = "/usr/bin/chromium"
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,900",
-                 "--ignore-certificate-errors"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
-    shots = os.path.join(STATE, "screenshots")
-    os.makedirs(shots, exist_ok=True)
+    driver = chromium(1280, 900)
     try:
         wait = WebDriverWait(driver, 20)
         driver.get(URL + "/" + RANGE)
@@ -276,17 +264,17 @@ def test_dashboards_in_headless_chromium(fixture):
             assert svg.size["width"] > 200 and svg.size["height"] > 40
         height = driver.execute_script("return document.body.scrollHeight")
         driver.set_window_size(1280, min(height + 100, 4000))
-        driver.save_screenshot(os.path.join(shots, "dashboard-agency-desktop.png"))
+        shot(driver, "dashboard-agency-desktop")
         driver.set_window_size(390, 2400)
         driver.get(URL + "/" + RANGE)
         # No sideways scrolling on a phone.
         assert driver.execute_script("return document.documentElement.scrollWidth") <= 400
-        driver.save_screenshot(os.path.join(shots, "dashboard-agency-phone.png"))
+        shot(driver, "dashboard-agency-phone")
         # The boardings list's map layer, on the phone too.
         driver.get(URL + "/boardings/map" + RANGE)
         wait.until(expected_conditions.presence_of_element_located((By.CSS_SELECTOR, "svg.map")))
         assert driver.execute_script("return document.documentElement.scrollWidth") <= 400
         assert len(driver.find_elements(By.CSS_SELECTOR, "svg.map .point")) == 5  # the draft is on the list too
-        driver.save_screenshot(os.path.join(shots, "boardings-map-phone.png"))
+        shot(driver, "boardings-map-phone")
     finally:
         driver.quit()

@@ -212,6 +212,19 @@ def conversation_streams(access, conversations):
     return streams
 
 
+def await_event(stream, cid, conversations, seen, pushed_at, problems):
+    """Reads `stream` until an event names conversation `cid` (an event may name several of
+    `conversations`: all go into `seen`) and answers the push's lag; None, with the miss in
+    `problems`, when EVENT_BOUND passes first."""
+    while cid not in seen:
+        event = stream.next(timeout=max(0.1, pushed_at + EVENT_BOUND - time.monotonic()))
+        if event in (None, "timeout"):
+            problems.append(("no event", cid, event))
+            return None
+        seen.update(c for c in conversations if f'"conversation={c}"' in event["data"])
+    return time.monotonic() - pushed_at
+
+
 def test_20_publisher_kills_under_load_lose_no_event_and_leave_no_revoked_stream_open():
     """Issue 20, must show: pushes, pulls and event streams go on while `tideway events` is
     killed 20 times; every push (each to a partition of its own, so no other event can stand
@@ -238,16 +251,9 @@ def test_20_publisher_kills_under_load_lose_no_event_and_leave_no_revoked_stream
                 if result["status"] != "applied":
                     problems.append(("push", result))
                     continue
-                while cid not in seen:
-                    event = stream.next(timeout=max(0.1, pushed_at + EVENT_BOUND - time.monotonic()))
-                    if event in (None, "timeout"):
-                        problems.append(("no event", cid, event))
-                        break
-                    for other in conversations:
-                        if f'"conversation={other}"' in event["data"]:
-                            seen.add(other)
-                if cid in seen:
-                    outcomes.append(time.monotonic() - pushed_at)
+                lag = await_event(stream, cid, conversations, seen, pushed_at, problems)
+                if lag is not None:
+                    outcomes.append(lag)
                 r = client.client.pull_raw({"agency=Gabon": None}, limit=5)
                 if r.status_code != 200:
                     problems.append(("pull", r.status_code))

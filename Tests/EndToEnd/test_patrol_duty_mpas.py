@@ -7,6 +7,7 @@ import pytest
 
 from conftest import admin_db, token, worker_db
 from patrol_support import as_caller, pull_to_end, push_one
+from synclib import new_agency
 
 DAY = "2026-02-10"
 
@@ -14,7 +15,7 @@ DAY = "2026-02-10"
 @pytest.fixture(scope="module")
 def agency():
     """A fresh agency with hand-made duty changes (stored already normalized)."""
-    key = f"Hours {uuid.uuid4().hex[:8]}"
+    key = new_agency("Hours")
     partition = f"agency={key}"
     changes = [
         # ana: 08-12 (4 h); 14-18 with a repeated On at 15 that starts nothing new (4 h).
@@ -29,7 +30,6 @@ def agency():
         ("ben@example.org", f"{DAY}T12:00:00+02:00", "Off Duty"),
     ]
     with admin_db() as conn, conn.cursor() as cur:
-        cur.execute("insert into app.agencies (key, name) values (%s, %s)", (key, key))
         for email, date, status in changes:
             doc = {"_id": str(uuid.uuid4()), "user": {"email": email}, "date": date, "status": status}
             cur.execute("insert into sync.duty_changes (id, partition, doc, seq) values (%s, %s, %s, app.tick(%s))",

@@ -13,8 +13,8 @@ import uuid
 
 from conftest import ADMIN_DB, STATE, admin_db, login, new_user, worker_pids
 from synclib import Client, Replica, user_id
-from test_events_restart import (EVENT_BOUND, conversation_streams, hang_up, new_conversations, publisher_pid,
-                                 wait_for_new_publisher)
+from test_events_restart import (EVENT_BOUND, await_event, conversation_streams, hang_up, new_conversations,
+                                 publisher_pid, wait_for_new_publisher)
 from test_operations import healthz_direct
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -97,14 +97,9 @@ def test_a_rolling_upgrade_under_load_fails_no_request_and_loses_no_event(tmp_pa
                 except Exception as error:  # a cut connection
                     failures.append(("exception", repr(error)))
                     continue
-                while cid not in seen:
-                    event = stream.next(timeout=max(0.1, pushed_at + EVENT_BOUND - time.monotonic()))
-                    if event in (None, "timeout"):
-                        failures.append(("no event", cid, event))
-                        break
-                    seen.update(c for c in conversations if f'"conversation={c}"' in event["data"])
-                if cid in seen:
-                    lags.append(time.monotonic() - pushed_at)
+                lag = await_event(stream, cid, conversations, seen, pushed_at, failures)
+                if lag is not None:
+                    lags.append(lag)
                 time.sleep(0.1)
         finally:
             for stream in set(streams.values()):

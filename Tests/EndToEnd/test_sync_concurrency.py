@@ -46,6 +46,19 @@ def writer(client, partitions, rounds, seed, errors):
         errors.append(repr(e))
 
 
+def write_while_pulling(replica, writers, errors):
+    """Runs the writer threads to their end while `replica` pulls page after page, then
+    pulls what is left; fails when a writer had a change refused or an error."""
+    for t in writers:
+        t.start()
+    while any(t.is_alive() for t in writers):
+        replica.pull_once()
+    for t in writers:
+        t.join()
+    assert not errors, errors
+    replica.sync()
+
+
 @pytest.mark.parametrize("round_number", range(4))
 def test_concurrent_writers_and_looping_puller_end_with_the_servers_state(round_number):
     a, b = new_agency(), new_agency()
@@ -59,14 +72,7 @@ def test_concurrent_writers_and_looping_puller_end_with_the_servers_state(round_
     errors = []
     threads = [threading.Thread(target=writer, args=(w, [pa if i < 3 else pb], 12, round_number * 10 + i, errors))
                for i, w in enumerate(writers)]
-    for t in threads:
-        t.start()
-    while any(t.is_alive() for t in threads):
-        replica.pull_once()
-    for t in threads:
-        t.join()
-    assert not errors, errors
-    replica.sync()
+    write_while_pulling(replica, threads, errors)
     assert replica.pages > 3, "the puller should have paged through several small pages"
     for p in (pa, pb):
         server = server_state(p)
@@ -84,14 +90,7 @@ def test_writers_of_several_partitions_each_and_a_puller_of_all():
     errors = []
     threads = [threading.Thread(target=writer, args=(w, [partitions[i // 2]], 10, 100 + i, errors))
                for i, w in enumerate(writers)]
-    for t in threads:
-        t.start()
-    while any(t.is_alive() for t in threads):
-        replica.pull_once()
-    for t in threads:
-        t.join()
-    assert not errors, errors
-    replica.sync()
+    write_while_pulling(replica, threads, errors)
     for p in partitions:
         assert replica.docs[p] == server_state(p), p
 

@@ -2,24 +2,23 @@
 creates a team, gives two officers different rights and assigns a task, and the officers'
 devices see exactly what their rights allow; then who may open and post which page, and
 the audit log of it all."""
-import os
 import re
-import shutil
 import uuid
 
 import pytest
 
 from admin_support import GLOBAL_ADMIN, browser_as, post
+from browser_support import HAVE_CHROMIUM, NO_CHROMIUM, chromium, shot
 from conftest import URL, admin_db, new_user
 from synclib import Client, change, doc_for, new_agency, new_team
 
-if not (shutil.which("chromedriver") and os.path.exists("/usr/bin/chromium")):
-    pytest.skip("chromium and chromium-driver are not installed", allow_module_level=True)
+if not HAVE_CHROMIUM:
+    pytest.skip(NO_CHROMIUM, allow_module_level=True)
 
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.expected_conditions import staleness_of  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
-from test_admin_browser import chromium, shot, sign_in  # noqa: E402
+from test_admin_browser import sign_in  # noqa: E402
 
 
 def submit(driver, form):

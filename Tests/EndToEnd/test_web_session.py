@@ -3,12 +3,12 @@ headers and the HTTP → HTTPS redirect, through the real nginx."""
 import html
 import os
 import re
-import shutil
 import urllib.parse
 
 import pytest
 import requests
 
+from browser_support import HAVE_CHROMIUM, NO_CHROMIUM, chromium, shot
 from conftest import PASSWORD, STATE, URL, admin_db, api, new_user, session
 
 SECURITY_HEADERS = {
@@ -234,24 +234,14 @@ def http_port_of_stack():
 def test_real_browser_signs_in_and_out():
     """One real headless Chromium: the form, the cookie and the redirect as a browser
     sees them, and a screenshot of the signed-in home page."""
-    if not (shutil.which("chromedriver") and (shutil.which("chromium") or os.path.exists("/usr/bin/chromium"))):
-        pytest.skip("chromium and chromium-driver are not installed")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
+    if not HAVE_CHROMIUM:
+        pytest.skip(NO_CHROMIUM)
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.ui import WebDriverWait
 
     email = new_user()
-    options = webdriver.ChromeOptions()
-    options.binary_location = "/usr/bin/chromium"
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1200,800",
-                 # The stack's own CA is not in the system store; only this browser trusts it.
-                 "--ignore-certificate-errors"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
-    shots = os.path.join(STATE, "screenshots")
-    os.makedirs(shots, exist_ok=True)
+    driver = chromium(1200, 800)
     try:
         wait = WebDriverWait(driver, 20)
         driver.get(URL + "/")
@@ -266,7 +256,7 @@ def test_real_browser_signs_in_and_out():
         assert cookie and cookie["httpOnly"] and cookie["secure"] and cookie["sameSite"] == "Lax"
         # Scripts cannot read the session cookie.
         assert "tw_session" not in driver.execute_script("return document.cookie")
-        driver.save_screenshot(os.path.join(shots, "home-signed-in.png"))
+        shot(driver, "home-signed-in")
         driver.find_element(By.CSS_SELECTOR, ".who button[type=submit]").click()
         wait.until(expected_conditions.url_contains("/login"))
         assert driver.get_cookie("tw_session") is None
