@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Citations of the performance log, checked: wherever code, tests, benches, migrations,
-deployment files or docs cite the summary or a round's file (the path, a comma, the
-section's title in double quotes, the title perhaps wrapped over comment lines), that file
-must exist and have a heading that contains the title. The log moves between files as it
-grows (docs/performance.md became a summary, each round a file of its own), and a comment's
-"why" would otherwise point at nothing. A path cited without a title must exist. Other docs
-are cited by the bold lead of a paragraph as often as by a heading, so only the performance
-log's citations are checked. Run by `make test`; needs no build."""
+"""Citations of the docs, checked: wherever code, tests, benches, migrations, deployment
+files or docs cite a file of docs/ or Deploy/README.md (the path, a comma, the section's
+title in double quotes, the title perhaps wrapped over comment lines), that file must exist
+and have a heading, or a paragraph's bold lead, that contains the title. The performance log
+moves between files as it grows (docs/performance.md became a summary, each round a file of
+its own), other docs get sections renamed, and a comment's "why" would otherwise point at
+nothing. A path cited without a title must exist. The summary's relative links into the
+log are checked too. Run by `make test`; needs no build."""
 import os
 import re
 import sys
@@ -19,16 +19,20 @@ BREAK = r"\n[ \t]*(?:///|//|--|#)?[ \t]*"
 # After the path: a comma or an opening parenthesis, then the title in double quotes.
 TITLE = r"(?:,?(?:[ \t]|" + BREAK + r")*\(?\"((?:[^\"\n]|" + BREAK + r"){1,200}?)\")?"
 # The path from the repository's root, or a Markdown link to it.
-CITATION = re.compile(r"(docs/performance(?:/[\w.-]+)?\.md)(?:\]\([\w./-]+\))?" + TITLE)
+CITATION = re.compile(r"((?:docs/[\w/.-]+|Deploy/README)\.md)(?:\]\([\w./-]+\))?" + TITLE)
 # A Markdown link relative to the citing file (the summary's "[round-07](performance/…)").
 LINK = re.compile(r"\]\(((?:\.\./)?(?:performance/)?[\w.-]+\.md)\)" + TITLE)
 LOG = os.path.join("docs", "performance")
 
 
 def headings(path, cache={}):
+    """The file's headings and its paragraphs' bold leads (operations.md names its
+    settings that way: "**nchan**", "**nginx runs one worker process**")."""
     if path not in cache:
         with open(path, encoding="utf-8") as f:
-            cache[path] = [line.lstrip("#").strip() for line in f if re.match(r"#+ ", line)]
+            text = f.read()
+        cache[path] = [line.lstrip("#").strip() for line in text.splitlines() if re.match(r"#+ ", line)] + \
+            re.findall(r"\*\*([^*\n]+)\*\*", text)
     return cache[path]
 
 

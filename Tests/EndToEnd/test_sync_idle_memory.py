@@ -1,5 +1,5 @@
-"""Idle polls answered from the worker's memory (issue 22, docs/sync-protocol.md "Idle
-polls"): never documents, always the cursor asked with, and never after a change that
+"""Idle polls answered from the worker's memory (issue 22, docs/sync-protocol.md, "Pull",
+on idle polls): never documents, always the cursor asked with, and never after a change that
 could end the token or the right, whichever path made it (the API, the back office's
 tables, an operator's SQL), nor after a write acknowledged before the poll, nor while the
 worker's listening connection is down — each checked at once, without sleeping.
