@@ -41,6 +41,19 @@ begin
 end
 $$;
 
+-- The stream revocations past id `handled`, which the publisher has not closed yet: their
+-- last id and their channels, comma-separated (nulls when there are none). Read in the
+-- snapshot of every event's read (app.start_event_read, app.event_clock), so that no event
+-- reaches a stream of a login revoked before what the event announces. A SQL function that
+-- is neither security definer nor strict and has no SET, so that PostgreSQL inlines it into
+-- the calling statement (whose plan the calling PL/pgSQL function keeps per connection), as
+-- if the query were written there. Only those security definer functions can read the table.
+create or replace function app.pending_stream_revocations(handled bigint)
+returns table (revoked_through bigint, revoked_channels text)
+language sql stable as $$
+    select max(r.id), string_agg(r.channels, ',' order by r.id) from app.stream_revocations r where r.id > handled
+$$;
+
 -- The first statement of the publisher's read of partition `p` (EventChanges.start), in
 -- its snapshot: the claims of a reader of `p` (app.claim_reader_of), whether it may read
 -- `p`, `p`'s clock and compaction horizon (as app.clocks gives them to that reader), and
@@ -64,8 +77,8 @@ begin
     if readable then
         select c.seq, c.compacted_seq into seq, compacted_seq from app.partition_clocks c where c.partition = p;
     end if;
-    select max(r.id), string_agg(r.channels, ',' order by r.id) into revoked_through, revoked_channels
-      from app.stream_revocations r where r.id > handled;
+    select v.revoked_through, v.revoked_channels into revoked_through, revoked_channels
+      from app.pending_stream_revocations(handled) v;
 end
 $$;
 
@@ -82,8 +95,8 @@ create or replace function app.event_clock(p text, handled bigint,
 language plpgsql stable security definer set search_path = app, pg_temp as $$
 begin
     select c.seq into seq from app.partition_clocks c where c.partition = p;
-    select max(r.id), string_agg(r.channels, ',' order by r.id) into revoked_through, revoked_channels
-      from app.stream_revocations r where r.id > handled;
+    select v.revoked_through, v.revoked_channels into revoked_through, revoked_channels
+      from app.pending_stream_revocations(handled) v;
 end
 $$;
 

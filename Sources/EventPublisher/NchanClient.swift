@@ -20,15 +20,60 @@ final class NchanClient {
 
     deinit { if fd >= 0 { close(fd) } }
 
-    /// Sends one request and reads its answer; retries once on a fresh connection. Returns
-    /// the answer's status: to a publish, 201 when a stream of the channel received it, 202
-    /// when nchan only kept it (for Last-Event-ID resumes) because no stream listened.
-    @discardableResult
-    func send(_ method: String, _ path: String, body: [UInt8], headers: [String: String]) throws -> Int {
-        let status = try exchange(method, path, body: body, headers: headers).status
+    /// A request as written to the socket, kept until its answer is read: sent again on a new
+    /// connection when nginx had closed the kept-alive one.
+    struct Request {
+        let method: String
+        let path: String
+        let bytes: [UInt8]
+
+        init(_ method: String, _ path: String, body: [UInt8], headers: [String: String]) {
+            self.method = method
+            self.path = path
+            // The head and the body in one buffer, one write.
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(160 + path.utf8.count + body.count)
+            for part in [method, " ", path, " HTTP/1.1\r\nHost: tideway-events\r\nContent-Length: ", String(body.count), "\r\n"] {
+                bytes += part.utf8
+            }
+            for (name, value) in headers {
+                bytes += name.utf8
+                bytes += ": ".utf8
+                bytes += value.utf8
+                bytes += "\r\n".utf8
+            }
+            bytes += "\r\n".utf8
+            bytes += body
+            self.bytes = bytes
+        }
+    }
+
+    /// Writes `request`, on a new connection when the kept-alive one is gone. Its answer is
+    /// read by `answer(to:)`, so that the caller can write to other instances meanwhile.
+    func write(_ request: Request) throws {
+        do {
+            try writeOnce(request)
+        } catch let error as Failure where error.notListening {
+            throw error
+        } catch {
+            reset()  // nginx closed the kept-alive connection (reload, timeout): once more on a new one
+            do {
+                try writeOnce(request)
+            } catch {
+                reset()  // not half a request left on it for the next
+                throw error
+            }
+        }
+    }
+
+    /// Reads the answer to `request`, written last by `write`. Returns its status: to a
+    /// publish, 201 when a stream of the channel received it, 202 when nchan only kept it (for
+    /// Last-Event-ID resumes) because no stream listened.
+    func answer(to request: Request) throws -> Int {
+        let status = try response(to: request).status
         // 201/202 published, 200/404 deleted or already gone.
-        guard (200..<300).contains(status) || (method == "DELETE" && status == 404) else {
-            throw Failure(description: "nchan answered \(status) to \(method) \(path)")
+        guard (200..<300).contains(status) || (request.method == "DELETE" && status == 404) else {
+            throw Failure(description: "nchan answered \(status) to \(request.method) \(request.path)")
         }
         return status
     }
@@ -59,32 +104,31 @@ final class NchanClient {
     }
 
     private func exchange(_ method: String, _ path: String, body: [UInt8], headers: [String: String]) throws -> (status: Int, body: [UInt8]) {
+        let request = Request(method, path, body: body, headers: headers)
+        try write(request)
+        return try response(to: request)
+    }
+
+    /// The answer to `request`, written last; when the connection fails first (nginx closed
+    /// it after the write), `request` once more on a new one.
+    private func response(to request: Request) throws -> (status: Int, body: [UInt8]) {
         do {
-            return try exchangeOnce(method, path, body: body, headers: headers)
+            return try readResponse()
         } catch {
-            reset()  // nginx closed the kept-alive connection (reload, timeout): once more on a new one
-            return try exchangeOnce(method, path, body: body, headers: headers)
+            reset()
+            do {
+                try writeOnce(request)
+                return try readResponse()
+            } catch {
+                reset()  // no answer arriving late on it, read as the next request's
+                throw error
+            }
         }
     }
 
-    private func exchangeOnce(_ method: String, _ path: String, body: [UInt8], headers: [String: String]) throws -> (status: Int, body: [UInt8]) {
+    private func writeOnce(_ request: Request) throws {
         if fd < 0 { try open() }
-        // The head and the body in one buffer, one write.
-        var request: [UInt8] = []
-        request.reserveCapacity(160 + path.utf8.count + body.count)
-        for part in [method, " ", path, " HTTP/1.1\r\nHost: tideway-events\r\nContent-Length: ", String(body.count), "\r\n"] {
-            request += part.utf8
-        }
-        for (name, value) in headers {
-            request += name.utf8
-            request += ": ".utf8
-            request += value.utf8
-            request += "\r\n".utf8
-        }
-        request += "\r\n".utf8
-        request += body
-        try writeAll(request)
-        return try readResponse()
+        try writeAll(request.bytes)
     }
 
     private func open() throws {

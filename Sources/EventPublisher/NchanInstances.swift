@@ -19,9 +19,20 @@ final class NchanInstances {
     /// others' need not), then throws the first failure: a delete that failed anywhere is
     /// not handled, and is sent again to all (a channel already gone answers 404).
     /// Returns whether a stream on any instance received it (a publish answered 201).
+    /// The request is written to every instance before any answer is read, so the instances
+    /// publish at once: a stream on the second no longer waits for the first's answer, which
+    /// comes after the first has written the event to its own streams (~0.3–0.8 ms a
+    /// publish; docs/performance/round-14.md, "A write's event, stage by stage"), nor for
+    /// an instance that does not answer at all.
     @discardableResult
     func send(_ method: String, _ path: String, body: [UInt8], headers: [String: String]) throws -> Bool {
-        try each { try $0.send(method, path, body: body, headers: headers) }.contains(201)
+        let request = NchanClient.Request(method, path, body: body, headers: headers)
+        let written = attempt(clients.indices) { try $0.write(request) }
+        // Every answer written for is read, even after a failed write: it must not be left
+        // for the next request on that connection.
+        let answered = attempt(written.answers.map(\.index)) { try $0.answer(to: request) }
+        if let failure = written.failure ?? answered.failure { throw failure }
+        return answered.answers.contains { $0.answer == 201 }
     }
 
     /// How many streams listen on a channel now, over every instance.
@@ -34,16 +45,26 @@ final class NchanInstances {
         try each { try $0.subscribersAskingEveryWorker(of: channel, tries: tries) }.reduce(0, +)
     }
 
-    /// `request` on every instance; the answers of those that took it. An instance that is
-    /// not running (nothing listens on its socket) holds no streams, so it is skipped: one
-    /// stopped instance must not hold back the events and revocations of the others (a
-    /// revocation not closed everywhere holds back every carried event). Throws the first
-    /// other failure, or, when no instance runs, that.
+    /// `request` on every instance, one after the other; the answers of those that took it.
     private func each<T>(_ request: (NchanClient) throws -> T) throws -> [T] {
-        var answers: [T] = [], failure: (any Error)?, notListening: (any Error)?
-        for (index, client) in clients.enumerated() {
+        let result = attempt(clients.indices, request)
+        if let failure = result.failure { throw failure }
+        return result.answers.map(\.answer)
+    }
+
+    /// `request` on each instance of `indices`: the answers of those that took it, with their
+    /// index, and the first failure. An instance that is not running (nothing listens on its
+    /// socket) holds no streams, so it is skipped: one stopped instance must not hold back the
+    /// events and revocations of the others (a revocation not closed everywhere holds back
+    /// every carried event). The failure is the first other one, or, when no instance runs,
+    /// that.
+    private func attempt<T>(_ indices: some Sequence<Int>, _ request: (NchanClient) throws -> T)
+        -> (answers: [(index: Int, answer: T)], failure: (any Error)?) {
+        var answers: [(index: Int, answer: T)] = [], failure: (any Error)?, notListening: (any Error)?
+        for index in indices {
+            let client = clients[index]
             do {
-                answers.append(try request(client))
+                answers.append((index, try request(client)))
                 if notRunning.remove(index) != nil { Log.info("events: nginx at \(client.socketPath) answers again") }
             } catch let error as NchanClient.Failure where error.notListening {
                 notListening = notListening ?? error
@@ -52,8 +73,6 @@ final class NchanInstances {
                 failure = failure ?? error
             }
         }
-        if let failure { throw failure }
-        if answers.isEmpty, let notListening { throw notListening }
-        return answers
+        return (answers, failure ?? (answers.isEmpty ? notListening : nil))
     }
 }
