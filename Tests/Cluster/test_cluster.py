@@ -10,6 +10,7 @@ import subprocess
 import threading
 import time
 import uuid
+import urllib.parse
 
 import psycopg2
 import pytest
@@ -111,7 +112,9 @@ def wait_for_leader(timeout=30):
         rows = sql(PRIMARY_DB, """select client_addr::text from pg_locks l join pg_stat_activity a using (pid)
                                   where l.locktype = 'advisory' and l.granted and l.objid = hashtext('tideway-events')::oid""")
         if rows:
-            return {"10.77.0.11": "a", "10.77.0.12": "b"}.get(rows[0][0].split("/")[0], rows[0][0])
+            address = rows[0][0].split("/")[0]
+            # The nodes' addresses as test.sh gives them (CLUSTER_NET may move the /24).
+            return next((name for name, url in NODES.items() if urllib.parse.urlsplit(url).hostname == address), address)
         time.sleep(0.2)
     return None
 
