@@ -101,6 +101,51 @@ def test_the_event_read_runs_only_in_one_repeatable_read_read_only_snapshot():
         conn.close()
 
 
+def event_read_claims(partition):
+    """Whether app.start_event_read finds `partition` readable, and the claims it set
+    (user, role, agency, login), in one read's transaction as the publisher runs it."""
+    conn = worker_db()
+    conn.autocommit = True
+    try:
+        cur = conn.cursor()
+        cur.execute("begin isolation level repeatable read read only")
+        cur.execute("select readable from app.start_event_read(%s, 0)", (partition,))
+        readable = cur.fetchone()[0]
+        cur.execute("select current_setting('tideway.user_id'), current_setting('tideway.role'),"
+                    " current_setting('tideway.agency'), current_setting('tideway.login_id')")
+        claims = cur.fetchone()
+        cur.execute("rollback")
+        return readable, claims
+    finally:
+        conn.close()
+
+
+def test_the_event_read_claims_a_reader_of_each_kind_chosen_again_at_every_read():
+    """The claims are those of a real reader of the partition (app.claim_reader_of), and a
+    conversation's reader is chosen in each read's snapshot: a member who left between two
+    events no longer reads for the next one, and with no member left the event is thin."""
+    nobody = "00000000-0000-0000-0000-000000000000"
+    agency = new_agency()
+    assert event_read_claims(f"agency={agency}") == (True, ("", "events", agency, ""))
+    assert event_read_claims(f"agency=NoSuch{uuid.uuid4().hex[:8]}")[0] is False
+    me = user_id(new_user(agency=agency))
+    assert event_read_claims(f"user={me}") == (True, (me, "events", "", ""))
+    assert event_read_claims("all-users=all-the-users") == (True, (nobody, "events", "", ""))
+    team = new_team("admin@demo.tideway", "Gabon", "Claims")
+    assert event_read_claims(team) == (True, (nobody, "agencyAdmin", "Gabon", ""))
+    first, second = sorted([me, user_id(new_user(agency=agency))])
+    cid = new_conversation([first, second])
+    partition = f"conversation={cid}"
+    assert event_read_claims(partition) == (True, (first, "events", "", ""))
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("update app.conversation_members set active = false where conversation_id = %s and user_id = %s",
+                    (cid, first))
+    assert event_read_claims(partition) == (True, (second, "events", "", ""))
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("update app.conversation_members set active = false where conversation_id = %s", (cid,))
+    assert event_read_claims(partition) == (False, ("", "events", "", ""))
+
+
 def writer_listening_to_a_new_agency():
     """A new agency's partition, a replica of it that writes, and that writer's own stream of
     it, past the partition's first event (which may be thin: see the test above)."""
