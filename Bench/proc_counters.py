@@ -43,11 +43,17 @@ def threads_ns(pid):
     own counter, finer than clock ticks, for costs of a few milliseconds."""
     total = 0
     try:
-        for task in os.listdir(f"/proc/{pid}/task"):
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    for task in tasks:
+        # A thread that ends between the listing and its read counts nothing; the others
+        # still count (one try around the loop would drop every thread after it).
+        try:
             with open(f"/proc/{pid}/task/{task}/schedstat") as f:
                 total += int(f.read().split()[0])
-    except OSError:
-        pass
+        except OSError:
+            pass
     return total
 
 
