@@ -35,6 +35,9 @@ IMPORT_CHECK := --explicit-target-dependency-import-check error
 build: deps
 	swift build -c release $(IMPORT_CHECK)
 
+# The dev stack in .state/dev. Its ports come from the environment as stack.sh reads them
+# (HTTPS_PORT 8443, HTTP_PORT 8080): `HTTPS_PORT=9443 HTTP_PORT=9080 make run` runs a second
+# checkout's stack beside the first. stop and status find the stack by its folder alone.
 run: build
 	$(STACK) up
 

@@ -15,10 +15,8 @@
 # requests/s and of p99. Prints figures and ratios against the issue's aims; never fails
 # on numbers (only when it cannot measure).
 set -euo pipefail
-
-url=${TIDEWAY_BENCH_URL:?run through Deploy/dev/bench.sh}
-ca=${TIDEWAY_BENCH_CA:?}
-state=${TIDEWAY_BENCH_STATE:?}
+source "$(dirname "$0")/common.sh"
+url=$TIDEWAY_BENCH_URL ca=$TIDEWAY_BENCH_CA state=$TIDEWAY_BENCH_STATE
 runs=${BENCH_RUNS:-3} seconds=${BENCH_SECONDS:-10} connections=${BENCH_CONNECTIONS:-32} warmup=2
 email=${BENCH_EMAIL:-gabon.officer1@demo.tideway}
 
@@ -27,8 +25,6 @@ for tool in wrk pgbench curl python3; do
 done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 # wrk prints latencies as 812.00us, 1.20ms or 1.05s; answers milliseconds.
 to_ms() { awk '{ v = $1 + 0; if ($1 ~ /us$/) v /= 1000; else if ($1 ~ /ms$/) v = v; else if ($1 ~ /m$/) v *= 60000; else if ($1 ~ /s$/) v *= 1000; print v }'; }

@@ -6,14 +6,6 @@
 #   (c) 32 clients polling with a current cursor (wrk) vs /healthz in the same run.
 # Prints figures and ratios; never fails on numbers.
 set -euo pipefail
-
-repo=$(cd "$(dirname "$0")/.." && pwd)
-: "${TIDEWAY_BENCH_URL:?run through Deploy/dev/bench.sh (make bench)}"
-superuser=$([[ $(id -u) == 0 ]] && echo postgres || id -un)
-export BENCH_ADMIN_DATABASE="host=$TIDEWAY_BENCH_STATE/run dbname=tideway user=$superuser"
-export BENCH_WORKER_DATABASE="host=$TIDEWAY_BENCH_STATE/run dbname=tideway user=tideway_worker"
-
-echo "seeding 5,000 reports per agency (idempotent)..."
-"$repo/.build/release/tideway" seed-demo --reports 5000 --database "$BENCH_ADMIN_DATABASE" --home "$repo"
-
-exec /usr/bin/python3 "$repo/Bench/sync_bench.py"
+source "$(dirname "$0")/common.sh"
+seed_reports 5000
+exec /usr/bin/python3 Bench/sync_bench.py

@@ -5,10 +5,8 @@
 # from /static/. Bounded runs (wrk, a few seconds each); prints a table; never fails on
 # numbers. Needs the stack of Deploy/dev/bench.sh (TIDEWAY_BENCH_URL, _CA, _STATE).
 set -euo pipefail
-
-repo=$(cd "$(dirname "$0")/.." && pwd)
-url=${TIDEWAY_BENCH_URL:?run through Deploy/dev/bench.sh}
-ca=${TIDEWAY_BENCH_CA:?}
+source "$(dirname "$0")/common.sh"
+url=$TIDEWAY_BENCH_URL ca=$TIDEWAY_BENCH_CA
 seconds=${BENCH_SECONDS:-3}
 connections=${BENCH_CONNECTIONS:-16}
 size=$((2 * 1024 * 1024))
@@ -74,14 +72,13 @@ cmp -s "$work/photo.jpg" "$work/back.jpg" || { echo "blobs: downloaded bytes dif
 # Static and blob downloads alternate, and each figure is the median of its rounds, so
 # that load from elsewhere on the machine weighs on both sides alike.
 rounds=${BENCH_ROUNDS:-3}
-median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-statics=() downs=() ups=()
+statics=() downs=()
 for ((i = 0; i < rounds; i++)); do
     statics+=("$(run "$url/static/$static_name")")
     downs+=("$(run -H "Authorization: Bearer $token" "$url/api/v1/blobs/$photo")")
 done
-ups+=("$(run -s "$work/put.lua" "$url/api/v1/blobs/$photo")")
-static_rps=$(median "${statics[@]}") down_rps=$(median "${downs[@]}") up_rps=$(median "${ups[@]}")
+up_rps=$(run -s "$work/put.lua" "$url/api/v1/blobs/$photo")
+static_rps=$(printf '%s\n' "${statics[@]}" | median) down_rps=$(printf '%s\n' "${downs[@]}" | median)
 
 static=$(mbps "$static_rps") down=$(mbps "$down_rps") up=$(mbps "$up_rps")
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.0f%%", 100 * a / b; else print "n/a" }'; }

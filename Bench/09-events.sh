@@ -10,10 +10,8 @@
 # pair (Bench/veth_clients.py), the stand-in for clients on another machine: their TCP receive
 # half then runs in their own kernel thread, not inside nginx's writes as over loopback.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+source "$(dirname "$0")/common.sh"
 ulimit -n "$(ulimit -Hn)"  # as many streams as this machine allows
-superuser=$([[ $(id -u) == 0 ]] && echo postgres || id -un)
-export TIDEWAY_BENCH_ADMIN_DATABASE="host=$TIDEWAY_BENCH_STATE/run dbname=tideway user=$superuser"
 /usr/bin/python3 Bench/events_bench.py
 [[ -z ${EVENTS_ONE_WAY:-} ]] || exit 0
 

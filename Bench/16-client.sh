@@ -8,10 +8,5 @@
 #   (c) a back-office change -> the connected device's store (event stream), p50/p99.
 # Prints figures and ratios; never fails on numbers. BENCH_CLIENT_REPORTS, _PHOTOS scale it.
 set -euo pipefail
-
-repo=$(cd "$(dirname "$0")/.." && pwd)
-: "${TIDEWAY_BENCH_URL:?run through Deploy/dev/bench.sh (make bench)}"
-superuser=$([[ $(id -u) == 0 ]] && echo postgres || id -un)
-export BENCH_ADMIN_DATABASE="host=$TIDEWAY_BENCH_STATE/run dbname=tideway user=$superuser"
-export BENCH_REPO=$repo
-exec /usr/bin/python3 "$repo/Bench/client_bench.py"
+source "$(dirname "$0")/common.sh"
+exec /usr/bin/python3 Bench/client_bench.py

@@ -4,10 +4,5 @@
 # table of 100,000 rows, against the same pull and polls of an agency partition holding the
 # same documents. Prints figures and ratios (aim: within 10%); never fails on numbers.
 set -euo pipefail
-
-repo=$(cd "$(dirname "$0")/.." && pwd)
-: "${TIDEWAY_BENCH_URL:?run through Deploy/dev/bench.sh (make bench)}"
-superuser=$([[ $(id -u) == 0 ]] && echo postgres || id -un)
-export BENCH_ADMIN_DATABASE="host=$TIDEWAY_BENCH_STATE/run dbname=tideway user=$superuser"
-export BENCH_REPO=$repo
-exec /usr/bin/python3 "$repo/Bench/teams_bench.py"
+source "$(dirname "$0")/common.sh"
+exec /usr/bin/python3 Bench/teams_bench.py

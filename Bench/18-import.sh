@@ -5,10 +5,5 @@
 # pushed over HTTPS in batches of 1,000). BENCH_IMPORT_REPORTS changes the size.
 # Prints figures and the ratio; never fails on numbers.
 set -euo pipefail
-
-repo=$(cd "$(dirname "$0")/.." && pwd)
-: "${TIDEWAY_BENCH_URL:?run through Deploy/dev/bench.sh (make bench)}"
-superuser=$([[ $(id -u) == 0 ]] && echo postgres || id -un)
-export BENCH_ADMIN_DATABASE="host=$TIDEWAY_BENCH_STATE/run dbname=tideway user=$superuser"
-
-exec /usr/bin/python3 "$repo/Bench/import_bench.py"
+source "$(dirname "$0")/common.sh"
+exec /usr/bin/python3 Bench/import_bench.py

@@ -5,7 +5,7 @@
 # database host takes), and a fan-out to CLUSTER_STREAMS (10,000) event streams split over
 # both nodes: commit -> event p50/p99. Root only (network namespaces); never fails on numbers.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+source "$(dirname "$0")/common.sh"
 if [[ $(id -u) != 0 ]]; then echo "skipped: the cluster needs root (ip netns)"; exit 0; fi
 ulimit -n "$(ulimit -Hn)"
 export STATE=$PWD/.state/bench-cluster FRONT_HTTPS_PORT=${BENCH_CLUSTER_PORT:-8743}

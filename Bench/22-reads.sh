@@ -7,14 +7,7 @@
 # BENCH_PATHS=idle (or any list of reads_bench.py's paths) measures only those; reads_bench.py
 # can also be run on its own against a stack that is up.
 set -euo pipefail
-
-repo=$(cd "$(dirname "$0")/.." && pwd)
-: "${TIDEWAY_BENCH_URL:?run through Deploy/dev/bench.sh (make bench)}"
+source "$(dirname "$0")/common.sh"
 command -v pgbench >/dev/null && command -v wrk >/dev/null || { echo "22-reads: pgbench and wrk are needed"; exit 1; }
-superuser=$([[ $(id -u) == 0 ]] && echo postgres || id -un)
-export BENCH_ADMIN_DATABASE="host=$TIDEWAY_BENCH_STATE/run dbname=tideway user=$superuser"
-
-echo "seeding 5,000 reports per agency (idempotent)..."
-"$repo/.build/release/tideway" seed-demo --reports 5000 --database "$BENCH_ADMIN_DATABASE" --home "$repo"
-
-exec /usr/bin/python3 "$repo/Bench/reads_bench.py"
+seed_reports 5000
+exec /usr/bin/python3 Bench/reads_bench.py

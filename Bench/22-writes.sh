@@ -9,13 +9,6 @@
 # Prints figures, ratios and the issue's aims; never fails on numbers.
 # Bench/22-reads.sh (another helper) covers the read side.
 set -euo pipefail
-
-repo=$(cd "$(dirname "$0")/.." && pwd)
-: "${TIDEWAY_BENCH_URL:?run through Deploy/dev/bench.sh (make bench)}"
-superuser=$([[ $(id -u) == 0 ]] && echo postgres || id -un)
-export BENCH_ADMIN_DATABASE="host=$TIDEWAY_BENCH_STATE/run dbname=tideway user=$superuser"
-
-echo "seeding 5,000 reports per agency (idempotent)..."
-"$repo/.build/release/tideway" seed-demo --reports 5000 --database "$BENCH_ADMIN_DATABASE" --home "$repo"
-
-exec /usr/bin/python3 "$repo/Bench/writes_bench.py"
+source "$(dirname "$0")/common.sh"
+seed_reports 5000
+exec /usr/bin/python3 Bench/writes_bench.py

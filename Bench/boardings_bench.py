@@ -7,14 +7,14 @@ import subprocess
 import time
 
 import psycopg2
-import requests
 
+from bench_support import pct, signed_in
 from proc_counters import status_kb
 
 URL = os.environ["TIDEWAY_BENCH_URL"]
 CA = os.environ["TIDEWAY_BENCH_CA"]
 STATE = os.environ["TIDEWAY_BENCH_STATE"]
-ADMIN_DB = os.environ["TIDEWAY_BENCH_ADMIN_DATABASE"]
+ADMIN_DB = os.environ["BENCH_ADMIN_DATABASE"]
 PER_AGENCY = int(os.environ.get("TIDEWAY_BENCH_REPORTS_PER_AGENCY", "25000"))
 SAMPLES = int(os.environ.get("TIDEWAY_BENCH_SAMPLES", "60"))
 
@@ -23,15 +23,6 @@ def reports():
     with psycopg2.connect(ADMIN_DB) as conn, conn.cursor() as cur:
         cur.execute("select count(*) from sync.reports where not deleted")
         return cur.fetchone()[0]
-
-
-def signed_in(email):
-    s = requests.Session()
-    s.trust_env = False
-    s.verify = CA
-    token = re.search(r'name="_csrf" value="([^"]+)"', s.get(URL + "/login").text).group(1)
-    s.post(URL + "/login", data={"_csrf": token, "email": email, "password": "tideway-demo"})
-    return s
 
 
 def timed(session, paths):
@@ -45,11 +36,6 @@ def timed(session, paths):
         times.append((time.perf_counter() - start) * 1000)
         r.raise_for_status()
     return times
-
-
-def pct(values, p):
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
 
 
 def worker_pids():
@@ -73,7 +59,7 @@ def main():
         conn.close()
     total = reports()
 
-    officer = signed_in("gabon.officer1@demo.tideway")
+    officer = signed_in(URL, CA, "gabon.officer1@demo.tideway")
     page = officer.get(URL + "/boardings?size=100").text
     ids = re.findall(r'<td data-label="Date"><a href="/boardings/([^"]+)"', page)
     words = ["carlos", "tuna", "7145", "jose", "shark", "ga 2024", "license", "garcia"]
@@ -89,9 +75,9 @@ def main():
     print(f"{'request':<28}{'p50 ms':>10}{'p95 ms':>10}{'max ms':>10}   aim p95 < 50 ms")
     for name, paths in scenarios:
         t = timed(officer, paths)
-        print(f"{name:<28}{statistics.median(t):>10.1f}{pct(t, 95):>10.1f}{max(t):>10.1f}")
+        print(f"{name:<28}{statistics.median(t):>10.1f}{pct(t, .95):>10.1f}{max(t):>10.1f}")
 
-    admin = signed_in("admin@demo.tideway")
+    admin = signed_in(URL, CA, "admin@demo.tideway")
     pids = worker_pids()
     before = {pid: status_kb(pid, "VmHWM") for pid in pids}
     # Reset the peak so that it measures the export alone (proc(5), clear_refs "5").

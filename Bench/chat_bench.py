@@ -7,23 +7,16 @@ import time
 import uuid
 
 import psycopg2
-import requests
+
+from bench_support import https_session
 
 URL = os.environ["TIDEWAY_BENCH_URL"]
 CA = os.environ["TIDEWAY_BENCH_CA"]
-ADMIN_DB = os.environ["TIDEWAY_BENCH_ADMIN_DATABASE"]
+ADMIN_DB = os.environ["BENCH_ADMIN_DATABASE"]
 MEMBERS = 20
 SENDERS = 8
 SECONDS = 8
 ROUNDS = 3
-
-
-def new_session():
-    s = requests.Session()
-    # REQUESTS_CA_BUNDLE in the environment would override `verify` otherwise.
-    s.trust_env = False
-    s.verify = CA
-    return s
 
 
 def post(session, path, token, body):
@@ -37,14 +30,14 @@ def make_user():
     subprocess.run([".build/release/tideway", "create-user", "--database", ADMIN_DB, "--email", email,
                     "--first-name", "Bench", "--last-name", "User"],
                    check=True, capture_output=True, env={**os.environ, "TIDEWAY_PASSWORD": "bench-password"})
-    r = new_session().post(URL + "/api/v1/auth/login", json={"email": email, "password": "bench-password"})
+    r = https_session(CA).post(URL + "/api/v1/auth/login", json={"email": email, "password": "bench-password"})
     r.raise_for_status()
     return email, r.json()
 
 
 def send_for(args):
     token, conv, seconds = args
-    session = new_session()
+    session = https_session(CA)
     client = "bench-" + uuid.uuid4().hex[:8]
     sent, n = 0, 0
     deadline = time.monotonic() + seconds
@@ -70,9 +63,15 @@ def effects(enabled):
 
 def latency(sender, reader, conv, samples=20):
     """Push by one member; another member's long poll (wait 30 s) returns with it."""
-    s = new_session()
+    s = https_session(CA)
     partition = f"conversation={conv}"
-    cursor = post(s, "/api/v1/sync/pull", reader, {"partitions": {partition: None}, "limit": 10000})["partitions"][partition]["cursor"]
+    # To the conversation's end: the throughput rounds leave more messages than a page holds
+    # (10,000 at 400 msg/s), and a cursor short of the end makes each poll return at once with
+    # old messages, before the push it is timing (negative latencies).
+    cursor, more = None, True
+    while more:
+        page = post(s, "/api/v1/sync/pull", reader, {"partitions": {partition: cursor}, "limit": 10000})["partitions"][partition]
+        cursor, more = page["cursor"], page["more"]
     pool = multiprocessing.Pool(1)
     waits = []
     for n in range(samples):
@@ -89,7 +88,7 @@ def latency(sender, reader, conv, samples=20):
 
 
 def long_poll(token, partition, cursor):
-    s = new_session()
+    s = https_session(CA)
     while True:
         part = post(s, "/api/v1/sync/pull", token, {"partitions": {partition: cursor}, "wait": 30})["partitions"][partition]
         cursor = part["cursor"]
@@ -104,7 +103,7 @@ def main():
     conv = "bench-" + uuid.uuid4().hex[:10]
     me = f"user={owner['user']['id']}"
     entry = {"id": conv, "displayName": "Bench", "unreadCount": 0, "members": [{"userName": u[0]} for u in users[1:]]}
-    result = post(new_session(), "/api/v1/sync/push", owner["accessToken"], {"clientId": "setup", "changes": [{
+    result = post(https_session(CA), "/api/v1/sync/push", owner["accessToken"], {"clientId": "setup", "changes": [{
         "changeId": "create", "collection": "users", "partition": me, "id": owner["user"]["id"], "op": "update",
         "patch": {"conversations": [entry]}}]})["results"][0]
     assert result["status"] == "applied", result

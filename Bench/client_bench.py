@@ -14,6 +14,8 @@ import uuid
 import psycopg2
 import requests
 
+from bench_support import median_time
+
 URL = os.environ["TIDEWAY_BENCH_URL"]
 CA = os.environ["TIDEWAY_BENCH_CA"]
 ADMIN = os.environ["BENCH_ADMIN_DATABASE"]
@@ -83,15 +85,6 @@ class Api:
         assert all(x["status"] == "applied" for x in r.json()["results"])
 
 
-def median_time(fn, runs=RUNS):
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def jpeg_like(size):
     return b"\xff\xd8\xff\xe0" + os.urandom(size - 4)
 
@@ -112,7 +105,7 @@ def main():
         assert api.pull_all(partition) == REPORTS
 
         # (a) initial sync
-        server = median_time(lambda: api.pull_all(partition))
+        server = median_time(lambda: api.pull_all(partition), RUNS)
         folders = iter(range(1000))
 
         def device_sync():

@@ -11,8 +11,8 @@ import tempfile
 import time
 import uuid
 
-import requests
 
+from bench_support import https_session
 from proc_counters import TICK, stat
 
 STATE = os.environ["TIDEWAY_CLUSTER_STATE"]
@@ -24,15 +24,8 @@ PARTITION = "agency=Gabon"
 OFFICERS = ["gabon.officer1@demo.tideway", "gabon.officer2@demo.tideway", "gabon.admin@demo.tideway"]
 
 
-def session():
-    s = requests.Session()
-    s.trust_env = False
-    s.verify = CA
-    return s
-
-
 def login(host, email):
-    r = session().post(f"https://{host}/api/v1/auth/login", json={"email": email, "password": "tideway-demo"})
+    r = https_session(CA).post(f"https://{host}/api/v1/auth/login", json={"email": email, "password": "tideway-demo"})
     r.raise_for_status()
     return r.json()["accessToken"]
 
@@ -40,7 +33,7 @@ def login(host, email):
 def current_cursor(host, token):
     cursor, more = None, True
     while more:
-        r = session().post(f"https://{host}/api/v1/sync/pull", headers={"Authorization": f"Bearer {token}"},
+        r = https_session(CA).post(f"https://{host}/api/v1/sync/pull", headers={"Authorization": f"Bearer {token}"},
                            json={"partitions": {PARTITION: cursor}, "limit": 1000})
         r.raise_for_status()
         part = r.json()["partitions"][PARTITION]
@@ -155,7 +148,7 @@ def fan_out(tokens, writer, nodes):
         for n in range(events):
             doc_id = f"fan-{uuid.uuid4().hex}"
             sent = time.time()
-            r = session().post(f"https://{NODES['a']}/api/v1/sync/push", headers={"Authorization": f"Bearer {writer}"},
+            r = https_session(CA).post(f"https://{NODES['a']}/api/v1/sync/push", headers={"Authorization": f"Bearer {writer}"},
                                json={"clientId": "fan-bench", "changes": [{"changeId": doc_id, "collection": "reports",
                                      "partition": PARTITION, "id": doc_id, "op": "insert",
                                      "doc": {"_id": doc_id, "timestamp": "2024-05-01T10:00:00Z", "draft": True}}]})

@@ -2,17 +2,16 @@
 dashboard page (sequential GETs through nginx, after a warm-up) and prints p50/p95 of the
 server time against the aim of 150 ms. Never fails on numbers."""
 import os
-import re
 import statistics
 import time
 
 import psycopg2
-import requests
+
+from bench_support import https_session, pct, signed_in
 
 URL = os.environ["TIDEWAY_BENCH_URL"]
 CA = os.environ["TIDEWAY_BENCH_CA"]
 ADMIN = os.environ["BENCH_ADMIN_DATABASE"]
-PASSWORD = "tideway-demo"
 RUNS = int(os.environ.get("BENCH_DASHBOARD_RUNS", "40"))
 DUTY_TARGET = 20_000
 
@@ -55,24 +54,6 @@ def top_up_duty_changes():
     return counts
 
 
-def new_session():
-    s = requests.Session()
-    # REQUESTS_CA_BUNDLE from the environment would win over `verify` otherwise.
-    s.trust_env = False
-    s.verify = CA
-    return s
-
-
-def signed_in(email):
-    s = new_session()
-    page = s.get(URL + "/login")
-    csrf = re.search(r'name="_csrf" value="([^"]*)"', page.text).group(1)
-    r = s.post(URL + "/login", data={"email": email, "password": PASSWORD, "next": "/", "_csrf": csrf},
-               allow_redirects=False)
-    r.raise_for_status()
-    return s
-
-
 def timings(s, path):
     for _ in range(3):
         s.get(URL + path).raise_for_status()
@@ -83,11 +64,6 @@ def timings(s, path):
         out.append((time.perf_counter() - started) * 1000)
         r.raise_for_status()
     return out
-
-
-def pct(values, p):
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
 
 
 def main():
@@ -102,9 +78,9 @@ def main():
     ]
     print(f"{'page':44} {'p50 ms':>8} {'p95 ms':>8}  aim p95 < 150 ms")
     for label, email, path in cases:
-        s = signed_in(email) if email else new_session()
+        s = signed_in(URL, CA, email) if email else https_session(CA)
         t = timings(s, path)
-        p95 = pct(t, 95)
+        p95 = pct(t, .95)
         verdict = "" if email is None else ("ok" if p95 < 150 else "over")
         print(f"{label:44} {statistics.median(t):8.1f} {p95:8.1f}  {verdict}")
 

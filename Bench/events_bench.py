@@ -36,14 +36,14 @@ import urllib.parse
 import uuid
 
 import psycopg2
-import requests
 
+from bench_support import https_session, pct
 from proc_counters import TICK, processes, read_pid, stat, status_kb
 
 URL = os.environ["TIDEWAY_BENCH_URL"]
 CA = os.environ["TIDEWAY_BENCH_CA"]
 STATE = os.environ["TIDEWAY_BENCH_STATE"]
-ADMIN_DB = os.environ["TIDEWAY_BENCH_ADMIN_DATABASE"]
+ADMIN_DB = os.environ["BENCH_ADMIN_DATABASE"]
 HOST, PORT = urllib.parse.urlsplit(URL).hostname, urllib.parse.urlsplit(URL).port
 SUBSCRIBERS = int(os.environ.get("EVENTS_SUBSCRIBERS", "10000"))
 PROCESSES = int(os.environ.get("EVENTS_PROCESSES", "4"))
@@ -53,19 +53,12 @@ SCHED = os.environ.get("EVENTS_SUBSCRIBERS_SCHED", "idle")
 NETNS, ADDRESS = os.environ.get("EVENTS_NETNS"), os.environ.get("EVENTS_ADDRESS") or HOST
 
 
-def session():
-    s = requests.Session()
-    s.trust_env = False
-    s.verify = CA
-    return s
-
-
 def make_user(agency):
     email = f"ev-{uuid.uuid4().hex[:10]}@bench.tideway"
     subprocess.run([".build/release/tideway", "create-user", "--database", ADMIN_DB, "--email", email, "--agency", agency,
                     "--first-name", "Event", "--last-name", "Bench"],
                    check=True, capture_output=True, env={**os.environ, "TIDEWAY_PASSWORD": "bench-password"})
-    r = session().post(URL + "/api/v1/auth/login", json={"email": email, "password": "bench-password"})
+    r = https_session(CA).post(URL + "/api/v1/auth/login", json={"email": email, "password": "bench-password"})
     r.raise_for_status()
     return r.json()
 
@@ -385,7 +378,7 @@ def open_streams(logins):
 
 def writer_session(token):
     """A writer's connection, kept alive between its pushes as a device's is."""
-    s = session()
+    s = https_session(CA)
     s.headers["Authorization"] = f"Bearer {token}"
     return s
 
@@ -509,10 +502,6 @@ def main():
             first_socket.append((first - sent) * 1000)
             fan_socket.append((last - first) * 1000)
     expected = EVENTS * SUBSCRIBERS // len(AGENCIES)
-
-    def pct(values, q):
-        values = sorted(values)
-        return values[min(len(values) - 1, int(len(values) * q))] if values else float("nan")
 
     print(f"{connected} of {SUBSCRIBERS} streams connected ({failed} failed), spread over 4 agencies + 40 user partitions")
     for reason, n in sorted(failures.items(), key=lambda kv: -kv[1]):

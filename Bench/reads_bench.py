@@ -25,10 +25,10 @@ import uuid
 
 import psycopg2
 import psycopg2.extensions
-import requests
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pull_sql as pullsql  # noqa: E402
+from bench_support import https_session, pct, signed_in  # noqa: E402
 from proc_counters import TICK, stat, status_kb  # noqa: E402
 
 URL = os.environ["TIDEWAY_BENCH_URL"]
@@ -118,16 +118,9 @@ def rss_mb(pids):
 
 # --- clients
 
-def session():
-    s = requests.Session()
-    s.trust_env = False
-    s.verify = CA
-    return s
-
-
 class Api:
     def __init__(self, encoding="gzip"):
-        self.http = session()
+        self.http = https_session(CA)
         r = self.http.post(URL + "/api/v1/auth/login", json={"email": OFFICER, "password": PASSWORD})
         r.raise_for_status()
         self.token = r.json()["accessToken"]
@@ -320,11 +313,6 @@ def subscribed(api):
     return sub, Api()
 
 
-def pct(values, q):
-    values = sorted(values)
-    return values[min(len(values) - 1, int(len(values) * q))] if values else float("nan")
-
-
 def lone_write_and_event(writer, sub, rid):
     """Pushes report `rid` alone as `writer` and waits up to 2 s for `sub`'s next event:
     (sent, acked, the event as (arrival time, line) or None), times from time.perf_counter.
@@ -442,20 +430,13 @@ def bench_event(api, cursor, writes=200):
 
 # --- (5) worker RSS after a mixed load
 
-def signed_in(email):
-    s = session()
-    token = re.search(r'name="_csrf" value="([^"]+)"', s.get(URL + "/login").text).group(1)
-    s.post(URL + "/login", data={"_csrf": token, "email": email, "password": PASSWORD}).raise_for_status()
-    return s
-
-
 def bench_memory(api, cursor, rounds=4):
     """Rounds of: 10 full pulls, 20 pushes of a photo with a ~300 KB inline picture,
     30 pages, 2 CSV exports, 300 idle polls. RSS of all workers after each round."""
     pids = worker_pids()
     start = rss_mb(pids)
-    officer = signed_in(OFFICER)
-    admin = signed_in(ADMIN_EMAIL)
+    officer = signed_in(URL, CA, OFFICER)
+    admin = signed_in(URL, CA, ADMIN_EMAIL)
     picture = base64.b64encode(b"\xff\xd8\xff\xe0" + os.urandom(300_000)).decode()
     full = {"partitions": {PARTITION: None}, "limit": 10000}
     idle = {"partitions": {PARTITION: None}, "limit": 100}

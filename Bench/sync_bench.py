@@ -16,6 +16,7 @@ import requests
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pull_sql as pullsql  # noqa: E402
+from bench_support import median_time  # noqa: E402
 
 URL = os.environ["TIDEWAY_BENCH_URL"]
 CA = os.environ["TIDEWAY_BENCH_CA"]
@@ -40,15 +41,6 @@ class Api:
         r = self.http.post(URL + path, json=body, verify=CA, timeout=300)
         r.raise_for_status()
         return r
-
-
-def timed(fn, runs):
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 # (a) initial pull
@@ -76,7 +68,7 @@ def bench_pull(api):
     entry = first.json()["partitions"][PARTITION]
     assert entry["status"] == "ok" and not entry["more"], "one page expected"
     changes, size = len(entry["changes"]), len(first.content)
-    https = timed(lambda: api.post("/api/v1/sync/pull", body), 5)
+    https = median_time(lambda: api.post("/api/v1/sync/pull", body), 5)
     database = statistics.median(pgbench_latency(pull_sql(api.token), 3) for _ in range(3))
     return changes, size, https, database
 

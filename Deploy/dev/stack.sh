@@ -474,7 +474,11 @@ cmd_status() {
     for f in "$run/nginx.pid" "$run"/nginx-*.pid; do
         [[ -e $f ]] || continue
         i=${f##*/nginx} i=${i%.pid} i=${i#-} i=${i:-1}
-        if running "$f" "$(ngx_dir_of "$i")/"; then say "nginx $i: running, $url"; n=1; fi
+        # The port it was started with, from its rendered site: `status` may run without
+        # the HTTPS_PORT that `up` had (`make status` after `HTTPS_PORT=9643 make run`).
+        local port
+        port=$(grep -om1 ':[0-9]* ssl' "$(ngx_dir_of "$i")/tideway.conf" 2>/dev/null | tr -dc 0-9) || true
+        if running "$f" "$(ngx_dir_of "$i")/"; then say "nginx $i: running, ${STACK_URL:-https://localhost:${port:-$HTTPS_PORT}}"; n=1; fi
     done
     ((n)) || say "nginx: stopped"
 }

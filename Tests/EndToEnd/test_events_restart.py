@@ -2,6 +2,7 @@
 while the publisher is down still produces its event, a reconnecting stream resumes with
 Last-Event-ID without a gap, and a sign-out made while it is down still closes the login's
 streams within the stated bound."""
+import contextlib
 import os
 import signal
 import socket
@@ -212,6 +213,23 @@ def conversation_streams(access, conversations):
     return streams
 
 
+@contextlib.contextmanager
+def conversation_writer(email, uid, count):
+    """What a writer thread of these tests holds: a Replica signed in as `email` (user
+    `uid`), `count` new conversations of its own with their event streams, and the set of
+    conversations whose event it has seen (await_event fills it); the streams are hung up
+    when the writer is done."""
+    access = login(email)["accessToken"]
+    client = Replica(Client(token=access))
+    conversations = new_conversations(uid, count)
+    streams = conversation_streams(access, conversations)
+    try:
+        yield client, conversations, streams, set()
+    finally:
+        for stream in set(streams.values()):
+            hang_up(stream)
+
+
 def await_event(stream, cid, conversations, seen, pushed_at, problems):
     """Reads `stream` until an event names conversation `cid` (an event may name several of
     `conversations`: all go into `seen`) and answers the push's lag; None, with the miss in
@@ -234,12 +252,7 @@ def test_20_publisher_kills_under_load_lose_no_event_and_leave_no_revoked_stream
     stop, outcomes, problems = threading.Event(), [], []
 
     def write(email, uid):
-        access = login(email)["accessToken"]
-        client = Replica(Client(token=access))
-        conversations = new_conversations(uid, per_writer)
-        streams = conversation_streams(access, conversations)
-        seen = set()
-        try:
+        with conversation_writer(email, uid, per_writer) as (client, conversations, streams, seen):
             for cid in conversations:
                 stream = streams[cid]
                 if stop.is_set():
@@ -258,9 +271,6 @@ def test_20_publisher_kills_under_load_lose_no_event_and_leave_no_revoked_stream
                 if r.status_code != 200:
                     problems.append(("pull", r.status_code))
                 time.sleep(0.3)
-        finally:
-            for stream in set(streams.values()):
-                hang_up(stream)
 
     emails = [new_user(agency="Gabon") for _ in range(writers)]
     threads = [threading.Thread(target=write, args=(e, user_id(e))) for e in emails]

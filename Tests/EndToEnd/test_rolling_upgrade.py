@@ -11,10 +11,9 @@ import threading
 import time
 import uuid
 
-from conftest import ADMIN_DB, STATE, admin_db, login, new_user, worker_pids
-from synclib import Client, Replica, user_id
-from test_events_restart import (EVENT_BOUND, await_event, conversation_streams, hang_up, new_conversations,
-                                 publisher_pid, wait_for_new_publisher)
+from conftest import ADMIN_DB, STATE, admin_db, new_user, worker_pids
+from synclib import user_id
+from test_events_restart import EVENT_BOUND, await_event, conversation_writer, publisher_pid, wait_for_new_publisher
 from test_operations import healthz_direct
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -69,12 +68,7 @@ def test_a_rolling_upgrade_under_load_fails_no_request_and_loses_no_event(tmp_pa
     stop, answers, failures, lags = threading.Event(), [], [], []
 
     def write(email, uid):
-        access = login(email)["accessToken"]
-        client = Replica(Client(token=access))
-        conversations = new_conversations(uid, per_writer)
-        streams = conversation_streams(access, conversations)
-        seen = set()
-        try:
+        with conversation_writer(email, uid, per_writer) as (client, conversations, streams, seen):
             for cid in conversations:
                 if stop.is_set():
                     break
@@ -101,9 +95,6 @@ def test_a_rolling_upgrade_under_load_fails_no_request_and_loses_no_event(tmp_pa
                 if lag is not None:
                     lags.append(lag)
                 time.sleep(0.1)
-        finally:
-            for stream in set(streams.values()):
-                hang_up(stream)
 
     emails = [new_user(agency="Gabon") for _ in range(writers)]
     threads = [threading.Thread(target=write, args=(e, user_id(e))) for e in emails]
