@@ -30,9 +30,9 @@ enum PullRoute {
         let body = try context.jsonObject(allowing: ["partitions", "limit", "wait", "clientId"])
         let request = try PullRequest(body, key: context.app.secrets.cursorKey, maxLimit: context.app.config.limits.changesPerPull)
         context.loggedClientID = request.clientID
-        // Here, not only in the snapshot: a streamed answer's status is its head's, and the
-        // request log and metrics take it when the handler returns (an unknown or revoked
-        // token is still a 401 in its place, BodyWriter, but logged as the 200 it replaced).
+        // Here, not only in the snapshot: no token is a 401 before any head is made (an unknown
+        // or revoked one is refused by the snapshot's opening, whose 401 then replaces the
+        // streamed answer before its first byte: BodyWriter, App.handle).
         guard let token = context.bearerToken else { throw AppError.unauthenticated }
         // Once per request: presence and the idle check's memory key on it.
         let digest = Tokens.digest(token)

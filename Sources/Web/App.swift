@@ -52,27 +52,44 @@ public final class App: Sendable {
             response = errorResponse(.notFound("no such path"), for: context)
         }
         if request.method == "HEAD" { response.body = .bytes([]) }
-        if case .stream(let produce) = response.body {
-            // A streamed answer's own failure: before its first byte, the contract's error in
-            // its place (as if the handler had thrown); after it, the answer is cut short.
-            response.body = .stream { [self] writer in
-                do {
-                    try produce(writer)
-                } catch where !writer.isCommitted {
-                    let error = AppError.from(error, requestID: request.requestID)
-                    Log.info("streamed answer replaced by \(error.status) before its first byte", requestID: request.requestID)
-                    writer.answerInstead(errorResponse(error, for: context))
-                } catch {
-                    Log.error("streamed answer cut short: \(error)", requestID: request.requestID)
-                    throw error
-                }
+        // Both durations are the head's (RequestLog, "durationMs").
+        let headReady = started.secondsElapsed
+        guard case .stream(let produce) = response.body else {
+            recordAnswer(context, status: response.status, seconds: headReady)
+            return response
+        }
+        // A streamed answer is recorded once its body has run: the caller is known only after
+        // the body's own transaction authenticated (a pull whose presence touch was skipped
+        // reads no claims before it), and a body that fails before its first byte answers
+        // with its error's status, not the head's.
+        let head = response.status
+        response.body = .stream { [self] writer in
+            var status = head
+            defer { recordAnswer(context, status: status, seconds: headReady) }
+            do {
+                try produce(writer)
+            } catch where !writer.isCommitted {
+                // Before its first byte, the contract's error in its place (as if the handler
+                // had thrown); after it, the answer is cut short.
+                let error = AppError.from(error, requestID: request.requestID)
+                Log.info("streamed answer replaced by \(error.status) before its first byte", requestID: request.requestID)
+                status = error.status
+                writer.answerInstead(errorResponse(error, for: context))
+            } catch {
+                Log.error("streamed answer cut short: \(error)", requestID: request.requestID)
+                throw error
             }
         }
-        Metrics.record(method: request.method, route: context.route, status: response.status, since: started)
-        if !context.idlePoll || config.logIdlePolls {
-            RequestLog.write(context, status: response.status, since: started)
-        }
         return response
+    }
+
+    /// The answer's metrics and its request log line (idle polls only counted, unless
+    /// TIDEWAY_LOG_IDLE_POLLS).
+    private func recordAnswer(_ context: RequestContext, status: Int, seconds: Double) {
+        Metrics.record(method: context.request.method, route: context.route, status: status, seconds: seconds)
+        if !context.idlePoll || config.logIdlePolls {
+            RequestLog.write(context, status: status, seconds: seconds)
+        }
     }
 
     func errorResponse(_ error: AppError, for context: RequestContext) -> HTTPResponse {

@@ -47,8 +47,7 @@ public enum Metrics {
     static let histogramBuckets = SharedMetrics.secondsBuckets
 
     /// One answered request.
-    static func record(method: String, route: String?, status: Int, since start: DispatchTime) {
-        let elapsed = start.secondsElapsed
+    static func record(method: String, route: String?, status: Int, seconds elapsed: Double) {
         let series = RequestSeries.of(method: method, route: route ?? "unmatched", status: status)
         series.requests.increment()
         series.duration.recordSeconds(elapsed)

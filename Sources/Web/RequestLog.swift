@@ -4,7 +4,7 @@ import Support
 import TidewayJSON
 
 /// One JSON line per request on standard error, written by `App.handle` once the answer is
-/// made (the supervisor or journald keeps it):
+/// made, a streamed one's once its body has run (the supervisor or journald keeps it):
 ///
 ///     {"time":"2026-11-25T06:40:00.123Z","level":"info","msg":"request","requestId":"5f0c…",
 ///      "method":"POST","route":"/api/v1/sync/push","status":200,"durationMs":4.2,
@@ -45,8 +45,7 @@ public enum RequestLog {
         return writer.output
     }
 
-    static func write(_ context: RequestContext, status: Int, since start: DispatchTime) {
-        let milliseconds = start.secondsElapsed * 1000
-        Log.line(line(context, status: status, milliseconds: milliseconds))
+    static func write(_ context: RequestContext, status: Int, seconds: Double) {
+        Log.line(line(context, status: status, milliseconds: seconds * 1000))
     }
 }

@@ -137,6 +137,30 @@ def test_every_request_has_one_json_line_with_its_id_and_caller_and_no_secrets()
         assert secret and secret not in text, secret
 
 
+def test_a_streamed_answer_is_logged_with_the_status_it_sent_and_its_caller():
+    """A pull's answer is streamed: its line is written once the body has run, so it names
+    the caller its own transaction authenticated, on the worker that took the push before it
+    on the same connection (whose presence touch is then skipped), and a pull whose token is
+    refused inside the stream is logged as the 401 it sent, not the 200 head it replaced."""
+    sizes = log_sizes()
+    tokens = login(new_user())
+    officer = Client(token=tokens["accessToken"])
+    d = f"log-{uuid.uuid4().hex}"
+    pushed = officer.post("/api/v1/sync/push", {"clientId": "log-streamed", "changes": [
+        change("insert", "reports", "agency=Gabon", d, doc_for("reports", d))]})
+    pulls = [officer.post("/api/v1/sync/pull", {"partitions": {"agency=Gabon": None}, "limit": 1}) for _ in range(4)]
+    refused = api("POST", "/api/v1/sync/pull", f"not-a-token-{uuid.uuid4().hex}",
+                  json={"partitions": {"agency=Gabon": None}, "limit": 1})
+    assert pushed.status_code == 200 and all(p.status_code == 200 for p in pulls), pushed.text
+    assert refused.status_code == 401 and refused.json()["error"]["code"], refused.text
+    lines, text = lines_for(sizes, [pushed, refused, *pulls])
+    for pull in pulls:
+        entry = lines[pull.headers["X-Request-Id"]]
+        assert (entry["route"], entry["status"], entry.get("userId")) == ("/api/v1/sync/pull", 200, tokens["user"]["id"]), entry
+    entry = lines[refused.headers["X-Request-Id"]]
+    assert (entry["route"], entry["status"], entry.get("userId")) == ("/api/v1/sync/pull", 401, None), entry
+
+
 def test_nginx_own_errors_carry_the_request_id_too():
     r = api("TRACE", "/api/v1/me")
     assert r.status_code == 405
