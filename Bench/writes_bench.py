@@ -150,9 +150,9 @@ def vacuum(dbname=None):
     Analyzed too, so that autovacuum finds nothing the runs before left: its worker (an
     ANALYZE of the 1.6 GB history or of the reports, ~0.9–1.5 s of CPU) otherwise landed in
     whichever run was measured when its minute came, and the acknowledged row's runs, with
-    the fewest documents to divide it by, took it hardest; and the job runner's fold cost up
-    to ~0.4 s a second while the reports' statistics were a batch row's 130,000 changes old
-    (docs/performance/round-15-ackgap.md, "The acknowledged row's gap")."""
+    the fewest documents to divide it by, took it hardest; and while a batch row's clean-up
+    lay unvacuumed the fold was JIT-compiled at every turn, ~0.4 s a second before 0051 turned
+    JIT off for it (docs/performance/round-15-ackgap.md, "The acknowledged row's gap")."""
     conn = psycopg2.connect(ADMIN if dbname is None else f"{ADMIN} dbname={dbname}")
     conn.autocommit = True
     try:
