@@ -134,17 +134,30 @@ def count_and_remove(prefix, dbname=None):
     return n
 
 
+# What a run's writes leave for autovacuum, by the writes themselves and their fold (the push
+# log, the history, the device's row, the clock, the summaries and their bookkeeping).
+WRITTEN_TABLES = ("sync.reports", "app.push_log", "app.report_history", "app.devices", "app.partition_clocks",
+                  "app.summary_watermarks", "app.boarding_contributions", "app.boarding_removals",
+                  "app.boarding_days", "app.officer_days", "app.tally_days")
+
+
 def vacuum(dbname=None):
-    """Vacuums what a run's clean-up left dead (its reports and push-log rows), outside the
-    measured windows, for Tideway and the limit alike: each run then inserts into a table and
-    indexes without the runs before it as dead entries, whenever autovacuum would have come.
+    """Vacuums and analyzes what a run wrote and its clean-up left dead, outside the measured
+    windows, for Tideway and the limit alike: each run then inserts into tables and indexes
+    without the runs before it as dead entries, whenever autovacuum would have come.
     (Twelfth round: after the rows before it, ~74,000 dead reports, the acknowledged row's
-    PostgreSQL CPU per push was 2.5–2.9 ms, against 1.2–2.0 with ~7,600.)"""
+    PostgreSQL CPU per push was 2.5–2.9 ms, against 1.2–2.0 with ~7,600.)
+    Analyzed too, so that autovacuum finds nothing the runs before left: its worker (an
+    ANALYZE of the 1.6 GB history or of the reports, ~0.9–1.5 s of CPU) otherwise landed in
+    whichever run was measured when its minute came, and the acknowledged row's runs, with
+    the fewest documents to divide it by, took it hardest; and while a batch row's clean-up
+    lay unvacuumed the fold was JIT-compiled at every turn, ~0.4 s a second before 0051 turned
+    JIT off for it (docs/performance/round-15-ackgap.md, "The acknowledged row's gap")."""
     conn = psycopg2.connect(ADMIN if dbname is None else f"{ADMIN} dbname={dbname}")
     conn.autocommit = True
     try:
         with conn.cursor() as cur:
-            cur.execute("vacuum sync.reports, app.push_log")
+            cur.execute("vacuum (analyze) " + ", ".join(WRITTEN_TABLES))
     finally:
         conn.close()
 
