@@ -160,6 +160,29 @@ $$;
 end
 $do$;
 
+-- The outcomes the push log holds for some of the caller's changes from one client (a
+-- retry's): the usual path's read (WritePath.apply) and app.expect_first_push below. One
+-- probe of the log's whole key per change, a nested loop that the planner cannot make
+-- otherwise (a LATERAL subquery with OFFSET 0 is not pulled up into a join). Written
+-- `change_id = any(change_ids)`, the plan depended on whose claims it was first planned
+-- under, and a worker's connection keeps that plan (generic, for every caller): PostgreSQL
+-- estimates `user_id = app.uid()` with the planning caller's id, and for a caller with few
+-- rows it kept only (user_id, client_id) as the index's condition and filtered the change
+-- ids, reading every outcome of the client. The worker's warm-up plans it under a made-up
+-- officer, so after each start a device with 46,000 logged changes paid ~10 ms of a push
+-- until autovacuum's ANALYZE of the log made its backends plan again
+-- (docs/performance/round-15-firstpush.md, "A push's first 40 s: the push log read by key").
+create or replace function app.logged_outcomes(client_id text, change_ids text[])
+returns table (change_id text, result jsonb)
+language sql stable as $$
+    select l.change_id, l.result
+      from unnest(change_ids) as c(id)
+      cross join lateral (select l.change_id, l.result from app.push_log l
+                           where l.user_id = app.uid() and l.client_id = logged_outcomes.client_id
+                             and l.change_id = c.id
+                          offset 0) as l
+$$;
+
 -- A push of new documents only goes to the database in one round trip (WritePath
 -- applyFirstPush: this check, then its writes and COMMIT in the same pipeline, after the
 -- push's advisory lock). Its writes are what the usual two round trips would send when the
@@ -176,9 +199,7 @@ create or replace function app.expect_first_push(
     client_id text, change_ids text[], partitions text[], collections text[]) returns void
 language plpgsql set plan_cache_mode = force_generic_plan as $$
 begin
-    if exists (select from app.push_log l
-                where l.user_id = app.uid() and l.client_id = expect_first_push.client_id
-                  and l.change_id = any(change_ids)) then
+    if exists (select from app.logged_outcomes(client_id, change_ids)) then
         perform app.refuse('TW409', 'the push needs its reads');
     end if;
     for i in 1 .. coalesce(greatest(cardinality(partitions), cardinality(collections)), 0) loop

@@ -35,8 +35,8 @@ public enum WritePath {
         if let clientID {
             reads.append(pushLock(clientID: clientID))
             reads.append(.reused("""
-                select change_id, result::text as result from app.push_log
-                 where user_id = app.uid() and client_id = \(clientID) and change_id = any(\(changes.map(\.changeID))::text[])
+                select change_id, result::text as result
+                  from app.logged_outcomes(\(clientID), \(changes.map(\.changeID))::text[])
                 """))
         }
         let byCollection = Dictionary(grouping: changes, by: \.collection)
