@@ -1,4 +1,4 @@
-"""How much of each write -> event is PostgreSQL's WAL flush (docs/performance/round-15-commitail.md,
+"""How much of each write -> event is PostgreSQL's WAL flush (docs/performance/round-15.md,
 "The write's own tail, fifteenth round"). Since a push's COMMIT rides its one-trip pipeline
 (no COMMIT statement), `log_min_duration_statement` no longer shows the flush; this reads it
 from the kernel instead: `perf trace -T` records every fdatasync/fsync of the bench cluster's

@@ -1,7 +1,7 @@
 """The write -> event row's step (Bench/reads_bench.py: a lone push, the subscriber's event,
 20 ms apart) made for a stretch of time instead of 200 writes, each event placed by its time
 since the stack started, to see whether a slow one comes at a fixed moment after a start
-(docs/performance/round-15-commitail.md, "The write's own tail, fifteenth round"; earlier rounds
+(docs/performance/round-15.md, "The write's own tail, fifteenth round"; earlier rounds
 saw one ~52 s after it).
 
 Prints, per 5 s since the postmaster started: writes, event p50 and max; then every event over

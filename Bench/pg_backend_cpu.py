@@ -1,4 +1,4 @@
-"""PostgreSQL's CPU per lone push, process by process (docs/performance/round-15-lonecost.md,
+"""PostgreSQL's CPU per lone push, process by process (docs/performance/round-15.md,
 "A lone push's PostgreSQL CPU, backend by backend"): Tideway's pushes of one ~2.3 KB report
 (wrk over HTTPS, as Bench/writes_bench.py's rows) against PostgreSQL alone doing the same
 INSERT (pgbench, writes_bench's script) and against the push's own statements run by pgbench

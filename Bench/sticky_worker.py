@@ -1,5 +1,5 @@
 """Round robin against one client connection's requests kept on one worker process
-(docs/performance/round-15-stickyworker.md): legs alternated on one bench stack that is up
+(docs/performance/round-15.md, "One client connection on one worker"): legs alternated on one bench stack that is up
 (run it with the variables Bench/22-writes.sh sets), the upstream choice swapped between
 legs by editing the rendered nginx configuration and reloading nginx.
 

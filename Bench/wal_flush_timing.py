@@ -1,5 +1,5 @@
 """Percentiles of one WAL-sized flush on the disk a stack uses, per wal_sync_method
-(docs/performance/round-15-commitail.md, "The write's own tail, fifteenth round").
+(docs/performance/round-15.md, "The write's own tail, fifteenth round").
 
 pg_test_fsync prints averages only; a commit's tail is the slow flushes. This writes 8 kB at
 the next offset of a preallocated 16 MB file (a WAL segment's shape, so no flush also writes

@@ -152,7 +152,7 @@ def vacuum(dbname=None):
     whichever run was measured when its minute came, and the acknowledged row's runs, with
     the fewest documents to divide it by, took it hardest; and while a batch row's clean-up
     lay unvacuumed the fold was JIT-compiled at every turn, ~0.4 s a second before 0051 turned
-    JIT off for it (docs/performance/round-15-ackgap.md, "The acknowledged row's gap")."""
+    JIT off for it (docs/performance/round-15.md, "The acknowledged row's gap")."""
     conn = psycopg2.connect(ADMIN if dbname is None else f"{ADMIN} dbname={dbname}")
     conn.autocommit = True
     try:

@@ -171,7 +171,7 @@ $do$;
 -- ids, reading every outcome of the client. The worker's warm-up plans it under a made-up
 -- officer, so after each start a device with 46,000 logged changes paid ~10 ms of a push
 -- until autovacuum's ANALYZE of the log made its backends plan again
--- (docs/performance/round-15-firstpush.md, "A push's first 40 s: the push log read by key").
+-- (docs/performance/round-15.md, "A push's first 40 s: the push log read by key").
 create or replace function app.logged_outcomes(client_id text, change_ids text[])
 returns table (change_id text, result jsonb)
 language sql stable as $$

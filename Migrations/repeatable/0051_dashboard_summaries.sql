@@ -140,7 +140,7 @@ $$;
 -- after a mass deletion (boarding_removals bloated, tens of thousands of rows to the planner
 -- until autovacuum) its estimate passed jit_optimize_above_cost, so every turn, twice a
 -- second, compiled it with inlining and optimization: ~250 ms of the runner's backend for a
--- statement that runs in 0.2 ms (docs/performance/round-15-ackgap.md, "The acknowledged row's gap").
+-- statement that runs in 0.2 ms (docs/performance/round-15.md, "The acknowledged row's gap").
 create or replace function app.fold_boarding_summaries(p text) returns integer
 language plpgsql security definer set search_path = app, pg_temp set jit = off as $$
 declare

@@ -2,7 +2,7 @@
 probes the push log's whole key whoever's claims its plan was made under: a worker's connection
 keeps one generic plan for every caller, and the one made under the warm-up's made-up officer
 filtered a device's change ids out of all its logged outcomes instead, until autovacuum's
-ANALYZE (docs/performance/round-15-firstpush.md, "A push's first 40 s: the push log read by key").
+ANALYZE (docs/performance/round-15.md, "A push's first 40 s: the push log read by key").
 
 The plans are read from PostgreSQL's auto_explain, sent to this session as notices."""
 import re
