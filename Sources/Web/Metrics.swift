@@ -1,6 +1,5 @@
 import CoreMetrics
 import Database
-import Dispatch
 import Foundation
 import Support
 
