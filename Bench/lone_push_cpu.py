@@ -38,6 +38,24 @@ DEVICE_ROW = """insert into app.devices (user_id, client_id, app_version, last_p
         app_version = coalesce(nullif(excluded.app_version, ''), app.devices.app_version)"""
 
 
+def interleaved_round(variants, push, run_ns, pushes, first):
+    """One round push by push, the variants in turn, each push's CPU from the scheduler's
+    nanosecond count (a busy machine's drift falls on every variant alike): `push(variant,
+    n)` pushes number n (from `first` on), `run_ns(variant)` reads its backend's counter.
+    Answers each variant's median push in ns, and the next push's number."""
+    per_push = {v: [] for v in variants}
+    n = first
+    for j in range(pushes):
+        # Every other push the order is reversed: the variant that goes first
+        # after a commit was measured ~4% dearer or cheaper by its place alone.
+        for v in (variants if j % 2 == 0 else variants[::-1]):
+            before = run_ns(v)
+            push(v, n)
+            n += 1
+            per_push[v].append(run_ns(v) - before)
+    return {v: sorted(ns)[len(ns) // 2] for v, ns in per_push.items()}, n
+
+
 def main():
     prepared = "--prepared" in sys.argv
     interleaved = "--interleaved" in sys.argv
@@ -129,21 +147,10 @@ def main():
                 push(v, f"warm{n}")
                 n += 1
         if interleaved:
-            # Push by push, the variants in turn, each push's CPU from the scheduler's
-            # nanosecond count: a busy machine's drift falls on every variant alike.
             for _ in range(rounds):
-                per_push = {v: [] for v in variants}
-                for j in range(pushes):
-                    # Every other push the order is reversed: the variant that goes first
-                    # after a commit was measured ~4% dearer or cheaper by its place alone.
-                    for v in (variants if j % 2 == 0 else variants[::-1]):
-                        before = run_ns(v)
-                        push(v, n)
-                        n += 1
-                        per_push[v].append(run_ns(v) - before)
+                medians, n = interleaved_round(variants, push, run_ns, pushes, n)
                 for v in variants:
-                    ordered = sorted(per_push[v])
-                    runs[v].append(ordered[len(ordered) // 2] / 1e6 / size)
+                    runs[v].append(medians[v] / 1e6 / size)
         else:
             for _ in range(rounds):
                 for v in variants:

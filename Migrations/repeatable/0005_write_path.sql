@@ -249,13 +249,14 @@ begin
 end
 $$;
 
--- What a push in one round trip does before its writes, as one statement (WritePath
--- applyFirstPush): the push's lock, app.expect_first_push, the device named for the report
--- history (0020) and the device's row. Four statements of the pipeline were four
--- executions of their own (a portal, a snapshot, an executor started and ended, a
--- result sent back): ~0.1 ms of a lone push's backend CPU (docs/performance/round-07.md, "A lone
--- push's fixed cost, seventh round"). The device row may come before the writes: nothing
--- reads it in the push, and a failed push rolls it back with everything else.
+-- What a push in one round trip does before its writes (WritePath applyFirstPush): the
+-- push's lock, app.expect_first_push, the device named for the report history (0020) and
+-- the device's row. In one function, so that it is one execution (a portal, a snapshot, an
+-- executor started and ended, a result sent back), not four (docs/performance/round-07.md,
+-- "A lone push's fixed cost, seventh round"); and when the push is one collection's new
+-- documents, app.insert_documents' own statement runs it (`first_push_app_version`), one
+-- execution fewer again. The device row may come before the writes: nothing reads it in
+-- the push, and a failed push rolls it back with everything else.
 create or replace function app.open_first_push(
     client_id text, app_version text, change_ids text[], partitions text[], collections text[]) returns void
 language plpgsql set plan_cache_mode = force_generic_plan as $$
@@ -288,6 +289,11 @@ $$;
 -- the INSERT, so a refused statement fails the transaction and the worker applies the push
 -- again the usual way, where the savepoint gives each change its answer. A savepoint is a
 -- subtransaction: its own XID, its own WAL and commit bookkeeping, on every push.
+-- `first_push_app_version` (with `guarded` false): this statement opens the push
+-- (app.open_first_push, for its app version, '' when the device sent none; the write rights
+-- asked are this statement's partitions') before its INSERT, when its
+-- documents are the whole push: one top-level statement fewer per push
+-- (docs/performance/round-16-pushone.md, "What a lone push's SQL adds to its INSERT").
 --
 -- One static INSERT per collection (only those whose documents the client creates: not
 -- `users`, whose documents the server creates, nor what only the server writes), written
@@ -337,19 +343,30 @@ $b$, name, table_name,
     gathered text := (select quote_literal(array_agg(name order by name)::text)
                         from app.collections where write_rule not in ('own-user', 'server'));
 begin
+    -- The form before `first_push_app_version`: a call of the previous release's workers
+    -- (six arguments and `guarded`) would match both, so it goes; they call this one.
+    drop function if exists app.insert_documents(text, text, text[], text[], text[], jsonb, boolean);
     execute replace(replace($f$
 create or replace function app.insert_documents(
     collection text, client_id text, change_ids text[], ids text[], partitions text[], docs jsonb,
-    guarded boolean default true)
+    guarded boolean default true, first_push_app_version text default null)
 returns table (ord bigint, result jsonb)
 language plpgsql set plan_cache_mode = force_generic_plan as $$
 declare
     written text[];
     versions bigint[];
     i integer;
+    targets text[];
 begin
     if not coalesce(collection = any (@gathered@::text[]), false) then
         raise exception 'insert_documents: not for %', collection using errcode = 'TW422';
+    end if;
+    if first_push_app_version is not null then
+        -- Each partition's write right asked once (app.can_write, ~20 µs a call): a push's
+        -- documents are mostly all of one.
+        targets := case when partitions[1] = all (partitions) then partitions[1:1] else partitions end;
+        perform app.open_first_push(client_id, first_push_app_version, change_ids, targets,
+                                    array_fill(collection, array[cardinality(targets)]));
     end if;
     if guarded then
         begin

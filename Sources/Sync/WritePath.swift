@@ -113,9 +113,9 @@ public enum WritePath {
     /// A push that `needsNoReads` in one round trip with its COMMIT: `app.open_first_push`
     /// (the push's lock, then `app.expect_first_push`, which fails the transaction — TW409,
     /// thrown as `NeedsReads` — unless the reads would find no earlier outcome and every
-    /// write right; the device for the history and the device's row, in one statement),
-    /// then the writes as `apply` plans them for ids found nowhere, without savepoints
-    /// (`Plan.oneTrip`).
+    /// write right; the device for the history and the device's row), then the writes as
+    /// `apply` plans them for ids found nowhere, without savepoints (`Plan.oneTrip`). When
+    /// the writes are one statement, that statement opens the push (`Plan.finished(opening:)`).
     public static func applyFirstPush(
         _ inputs: [Input], clientID: String, device: String, caller: CallerInfo, in tx: Transaction, limits: Limits,
         also: [SQL] = []
@@ -123,17 +123,13 @@ public enum WritePath {
         precondition(needsNoReads(inputs), "applyFirstPush of a push that needs its reads")
         let changes = inputs.compactMap { try? $0.get() }
         let targets = Array(Set(changes.map { Target(partition: $0.partition.description, collection: $0.collection.rawValue) }))
-        let checks: [SQL] = [
-            .reused("""
-                select app.open_first_push(\(clientID), \(device), \(changes.map(\.changeID))::text[],
-                       \(targets.map(\.partition))::text[], \(targets.map(\.collection))::text[])
-                """),
-        ]
         let plan = try plan(inputs, clientID: clientID, device: device, earlier: [:], current: [:],
                             writable: { _ in true }, caller: caller, limits: limits, oneTrip: true)
+        let opening = Plan.Opening(appVersion: device, changeIDs: changes.map(\.changeID),
+                                   partitions: targets.map(\.partition), collections: targets.map(\.collection))
         do {
-            let written = try tx.queries(checks + plan.finished() + also, thenCommit: true)
-            return try plan.answers(Array(written.dropFirst(checks.count)))
+            let written = try tx.queries(plan.finished(opening: opening) + also, thenCommit: true)
+            return try plan.answers(written, opening: opening)
         } catch let error as DatabaseError where error.sqlState == "TW409" || isRefusal(error.sqlState) {
             throw NeedsReads()
         }

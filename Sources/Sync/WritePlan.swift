@@ -95,20 +95,37 @@ extension WritePath {
             newDocuments[change.collection] = group
         }
 
-        /// One result per change, from `written`, the answers of `finished()`'s statements.
-        func answers(_ written: [QueryResult]) throws -> [JSON] {
-            try results.map { slot in
+        /// What opens a push in one round trip (`app.open_first_push`, WritePath.applyFirstPush):
+        /// the app version the device sent ("" for none), the push's change ids and the
+        /// (partition, collection) pairs it writes, whose rights it checks.
+        struct Opening {
+            let appVersion: String
+            let changeIDs: [String]
+            let partitions: [String]
+            let collections: [String]
+        }
+
+        /// Whether the push's opening goes in its writes' one statement (`app.insert_documents`'
+        /// `first_push_app_version`): one collection's new documents and nothing else, the
+        /// usual push of a device back from sea. Otherwise it is a statement of its own, first.
+        private var opensInItsWrites: Bool { statements.count == 1 && newDocuments.count == 1 }
+
+        /// One result per change, from `written`, the answers of `finished(opening:)`'s statements.
+        func answers(_ written: [QueryResult], opening: Opening? = nil) throws -> [JSON] {
+            let offset = opening == nil || opensInItsWrites ? 0 : 1
+            return try results.map { slot in
                 switch slot {
                 case .ready(let result): return result
                 case .fromStatement(let index, let row):
-                    let rows = written[index].rows
+                    let rows = written[offset + index].rows
                     return try JSON(parsing: row < rows.count ? rows[row][0] ?? "{}" : "{}")
                 }
             }
         }
 
-        /// The statements, with each gathered group's one statement filled in.
-        func finished() -> [SQL] {
+        /// The statements, with each gathered group's one statement filled in; with `opening`
+        /// (one round trip), the push opened by the first of them.
+        func finished(opening: Opening? = nil) -> [SQL] {
             var all = statements
             for (collection, group) in newDocuments {
                 if group.ids.count == 1, !oneTrip, let single = group.single {
@@ -116,15 +133,20 @@ extension WritePath {
                 } else {
                     var array = group.docs
                     array.append(UInt8(ascii: "]"))
+                    let opens = opening.flatMap { opensInItsWrites ? $0.appVersion : nil }
                     all[group.statement] = .reused("""
                         select result::text from app.insert_documents(\(collection.rawValue), \(clientID), \
                         \(group.changeIDs)::text[], \(group.ids)::text[], \(group.partitions)::text[], \
                         \(String(decoding: array, as: UTF8.self))::jsonb, \
-                        guarded => \(!oneTrip)) order by ord
+                        guarded => \(!oneTrip), first_push_app_version => \(opens)) order by ord
                         """)
                 }
             }
-            return all
+            guard let opening, !opensInItsWrites else { return all }
+            return [.reused("""
+                select app.open_first_push(\(clientID), \(opening.appVersion), \(opening.changeIDs)::text[], \
+                       \(opening.partitions)::text[], \(opening.collections)::text[])
+                """)] + all
         }
 
         static func applyChange(_ change: Change, document: [UInt8]?, intents: [JSON], expectedVersion: Int64?, clientID: String?) -> SQL {

@@ -56,6 +56,39 @@ import Testing
         }
     }
 
+    /// A push in one round trip is opened (app.open_first_push: the lock, the push-log check,
+    /// the device) by its writes' own statement when they are one collection's new documents,
+    /// one statement fewer (docs/performance/round-16-pushone.md, "What a lone push's SQL adds
+    /// to its INSERT"); by a statement of its own before them otherwise, for every change id.
+    @Test func theOpeningGoesInTheWritesWhenTheyAreOneStatement() throws {
+        let opening = WritePath.Plan.Opening(appVersion: "7.1", changeIDs: ["c0", "c1"], partitions: ["agency=Gabon"],
+                                             collections: ["reports"])
+        var alone = WritePath.Plan(clientID: "client", oneTrip: true)
+        var mixed = WritePath.Plan(clientID: "client", oneTrip: true)
+        for (index, collection) in [SyncCollection.reports, .photos].enumerated() {
+            let change = Change(changeID: "c\(index)", collection: collection, partition: Partition("agency=Gabon")!,
+                                id: "d\(index)", op: .insert, body: ["_id": .string("d\(index)")])
+            let document = Array(#"{"_id":"d\#(index)"}"#.utf8)
+            if index == 0 {
+                alone.write(change, document: document, intents: [], expectedVersion: nil, isNew: true)
+            }
+            mixed.write(change, document: document, intents: [], expectedVersion: nil, isNew: true)
+        }
+        let one = alone.finished(opening: opening)
+        #expect(one.count == 1)
+        #expect(one[0].description.contains("app.insert_documents") && one[0].binds.contains("7.1"), "\(one)")
+        #expect(!one[0].description.contains("app.open_first_push"))
+
+        let three = mixed.finished(opening: opening)
+        #expect(three.count == 3)
+        #expect(three[0].description.contains("app.open_first_push"), "\(three)")
+        #expect(three[0].binds.contains("7.1") && three[0].binds.contains(#"{"c0","c1"}"#), "\(three[0].binds)")
+        #expect(three.dropFirst().allSatisfy { $0.description.contains("app.insert_documents") && !$0.binds.contains("7.1") })
+        // Without an opening (the usual way, or a plan alone) the writes open nothing.
+        #expect(mixed.finished().count == 2)
+        #expect(!alone.finished()[0].binds.contains("7.1"))
+    }
+
     /// New documents of one collection go as one JSON array parameter, written from their
     /// bytes in the order they came (docs/performance/round-13.md, "The worker's CPU per push,
     /// thirteenth round"); documents of another collection get a statement of their own.
