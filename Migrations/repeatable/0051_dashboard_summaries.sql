@@ -135,14 +135,10 @@ end
 $$;
 
 -- Folds one agency partition's report changes since its watermark into the summaries;
--- answers how many reports changed what they count.
--- Never compiled by JIT: the candidates' statement is priced by the tables' statistics, and
--- after a mass deletion (boarding_removals bloated, tens of thousands of rows to the planner
--- until autovacuum) its estimate passed jit_optimize_above_cost, so every turn, twice a
--- second, compiled it with inlining and optimization: ~250 ms of the runner's backend for a
--- statement that runs in 0.2 ms (docs/performance/round-15.md, "The acknowledged row's gap").
+-- answers how many reports changed what they count. (Never compiled by JIT: the job runner's
+-- session has `jit = off`, Migrations/0114.)
 create or replace function app.fold_boarding_summaries(p text) returns integer
-language plpgsql security definer set search_path = app, pg_temp set jit = off as $$
+language plpgsql security definer set search_path = app, pg_temp as $$
 declare
     mark bigint;
     clock bigint;

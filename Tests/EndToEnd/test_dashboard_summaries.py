@@ -189,15 +189,6 @@ def test_the_job_runner_folds_the_changes_without_being_asked(agency):
     assert drift(p, fold=False) == {}
 
 
-def test_a_fold_is_never_compiled_by_jit():
-    """After a mass deletion the fold's estimate passed the JIT thresholds and every turn
-    compiled it (~250 ms of the runner's backend for a 0.2 ms statement): the fold turns JIT
-    off for itself, whatever the server's setting."""
-    with admin_db() as conn, conn.cursor() as cur:
-        cur.execute("select proconfig from pg_proc where oid = 'app.fold_boarding_summaries(text)'::regprocedure")
-        assert "jit=off" in cur.fetchone()[0]
-
-
 def kill_a_runner_folding_up_to(held, writes):
     """Holds the watermark of the partition `held`, runs `writes()`, starts a runner of the
     test's own (`tideway jobs`) and kills it (SIGKILL) once its fold waits for that

@@ -1,0 +1,21 @@
+-- run as superuser: only a superuser sets a login role's parameters.
+-- No JIT compiling in Tideway's sessions (issue 22, sixteenth round;
+-- docs/performance/round-16-jitstall.md, "No JIT in Tideway's sessions").
+--
+-- PostgreSQL compiles a statement's expressions with LLVM when the planner prices it above
+-- jit_above_cost (100,000 by default; with inlining and optimization above 500,000). The
+-- price comes from the tables' statistics, and statistics go stale: after a mass deletion
+-- or a mass insert, before autovacuum analyzes, a statement that reads a few rows by key is
+-- priced as if it read hundreds of thousands. The job runner's fold was priced so and
+-- compiled 34 functions with inlining and optimization, ~250 ms, for a statement that ran
+-- in under 1 ms, twice a second (docs/performance/round-15.md, "The acknowledged row's
+-- gap"). Every statement Tideway runs is an OLTP statement or a back-office read of one
+-- agency's rows through an index, where compiling costs more than it can save.
+--
+-- On the role every Tideway process logs in as (workers, `tideway jobs`, `tideway events`:
+-- TIDEWAY_DATABASE), so it holds on every server, whatever its postgresql.conf, applies at
+-- each session's login (sessions opened before this migration keep their setting until they
+-- reconnect: a rolling upgrade restarts them), and travels with the roles in a backup
+-- (`pg_dumpall --roles-only`). Superuser sessions (migrations, backups, the admin CLI) keep
+-- the server's setting.
+alter role tideway_worker set jit = off;
