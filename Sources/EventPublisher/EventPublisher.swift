@@ -164,6 +164,7 @@ public final class EventPublisher {
             if nextCheckpoint.timeIntervalSinceNow <= 0 {
                 // Between notifications: every one that arrived so far is published.
                 try connection.execute("select app.events_checkpoint()")
+                try closeRecordedRevocations(connection)
                 try recloseRecentRevocations(connection)
                 try closeRevokedStreams(connection)
                 nextCheckpoint = Date().addingTimeInterval(Self.checkpointSeconds)
@@ -185,6 +186,20 @@ public final class EventPublisher {
         Counter(label: "tideway_events_caught_up_total").increment(by: missed.count)
         if !missed.isEmpty { Log.info("events: announced \(missed.count) partitions changed while no publisher listened") }
         try closeRevokedStreams(connection)
+    }
+
+    /// Closes the recorded revocations no notification brought (none does while the listening
+    /// connection lives: a revocation is recorded and notified in one transaction), within a
+    /// checkpoint: an event of a partition no stream heard reads nothing since the notifications
+    /// name the clock (`publishUnheard`), so no longer closes them on its way.
+    func closeRecordedRevocations(_ connection: Connection) throws {
+        let recorded = try connection.execute(Self.revocations(after: revocationsHandled)).rows
+        do {
+            try closeStreams(revokedIn: recorded)
+        } catch {
+            revocationsBehind = true
+            noteLost(error)
+        }
     }
 
     /// Closes the streams of the revocations handled since the checkpoint before last once
