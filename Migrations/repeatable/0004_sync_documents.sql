@@ -169,15 +169,34 @@ begin
 end
 $do$;
 
+-- The payload of a change's notification on `tideway_changes` (ChangeNotice.swift parses it):
+-- the partition and, when the writer names it, the collection of the change:
+-- `partition/collection` ('/' is in no partition's grammar), else the partition alone; with
+-- the partition's clock, `partition/collection@clock` (or `partition/@clock`). Every listener
+-- takes the partition part; the event publisher reads only the named collection's changes,
+-- and all of them when none is named (docs/performance/round-09.md, "The publisher's read
+-- narrowed to the changed collection"). The clock goes after the last '/', so that a listener
+-- of the release before (which splits at the last '/') still takes the right partition during
+-- a rolling upgrade; its publisher takes `collection@clock` for a collection it does not
+-- know, and reads the whole partition.
+--
+-- The clock named is the partition's clock when the writer sent it, a number the publisher
+-- then needs not read (docs/performance/round-16-thinevent.md, "A thin event without a read"):
+-- the writer holds the partition's clock row locked from its first tick until its
+-- transaction ends, so once the notification is delivered (at commit) every change numbered
+-- up to it is committed; it is the committed clock unless the same transaction ticks the
+-- partition again (its later notification then names more, or, from app.tick, no clock).
+create or replace function app.change_payload(p text, collection text, clock bigint) returns text
+language sql immutable as $$
+    select case when clock is null then concat_ws('/', p, collection)
+                else p || '/' || coalesce(collection, '') || '@' || clock end
+$$;
+
 -- Takes the partition's clock for this transaction (see the top of 0004_sync_documents.sql) and
 -- announces the change once the transaction commits (NOTIFY is delivered at commit).
---
--- The notification (`tideway_changes`) names the partition and, when the caller gives it, the
--- collection of the change: `partition/collection` ('/' is in no partition's grammar), else
--- the partition alone. Every listener takes the partition part (ChangeNotice.swift); the event
--- publisher reads only the named collection's changes, and all of them when none is named
--- (docs/performance/round-09.md, "The publisher's read narrowed to the changed collection"). PostgreSQL
--- sends one notification per distinct payload per transaction.
+-- PostgreSQL sends one notification per distinct payload per transaction: app.tick is called
+-- once per changed row, so its payload names no clock, and a transaction of 25 updates of a
+-- partition sends one notification, not 25 (app.ticks, one statement's changes, names it).
 drop function if exists app.tick(text);
 create or replace function app.tick(p text, collection text default null) returns bigint
 language plpgsql security definer set search_path = app, pg_temp as $$
@@ -187,7 +206,7 @@ begin
     insert into app.partition_clocks as c (partition, seq) values (p, 1)
         on conflict (partition) do update set seq = c.seq + 1
         returning seq into next_seq;
-    perform pg_notify('tideway_changes', concat_ws('/', p, collection));
+    perform pg_notify('tideway_changes', app.change_payload(p, collection, null));
     return next_seq;
 end
 $$;
@@ -209,6 +228,7 @@ create or replace function app.ticks(ps text[], collection text default null) re
 language plpgsql security definer set search_path = app, pg_temp as $$
 declare
     result bigint[];
+    payloads text[];
     k integer := cardinality(ps);
     last bigint;
 begin
@@ -216,7 +236,7 @@ begin
         insert into app.partition_clocks as c (partition, seq) values (ps[1], k)
             on conflict (partition) do update set seq = c.seq + excluded.seq
             returning c.seq into last;
-        perform pg_notify('tideway_changes', concat_ws('/', ps[1], collection));
+        perform pg_notify('tideway_changes', app.change_payload(ps[1], collection, last));
         if k = 1 then
             return array[last];
         end if;
@@ -227,12 +247,14 @@ begin
                    select w.p, w.k from wanted w order by w.p
                    on conflict (partition) do update set seq = c.seq + excluded.seq
                    returning c.partition, c.seq)
-    select array_agg(x.seq order by x.n) into result
-      from (select t.n, c.seq - w.k + row_number() over (partition by t.p order by t.n) as seq
-              from unnest(ps) with ordinality as t(p, n)
-              join wanted w on w.p = t.p
-              join taken c on c.partition = t.p) x;
-    perform pg_notify('tideway_changes', concat_ws('/', d.p, collection)) from (select distinct t.p from unnest(ps) as t(p)) as d(p);
+    select (select array_agg(x.seq order by x.n)
+              from (select t.n, c.seq - w.k + row_number() over (partition by t.p order by t.n) as seq
+                      from unnest(ps) with ordinality as t(p, n)
+                      join wanted w on w.p = t.p
+                      join taken c on c.partition = t.p) x),
+           (select array_agg(app.change_payload(c.partition, collection, c.seq)) from taken c)
+      into result, payloads;
+    perform pg_notify('tideway_changes', n) from unnest(payloads) as n;
     return result;
 end
 $$;

@@ -35,6 +35,10 @@ public final class EventPublisher {
     var publishPaths: [String: String] = [:]
     /// Every revocation up to this id (app.stream_revocations) has closed its streams.
     var revocationsHandled: Int64 = 0
+    /// A revocation's notification arrived whose streams could not be closed (nginx refused,
+    /// or its read and its payload both failed): until a read closes the revocations past
+    /// `revocationsHandled`, no event goes out without that read (`publishUnheard`).
+    var revocationsBehind = false
     /// `revocationsHandled` at the last two checkpoints, older first: the revocations closed
     /// again at checkpoints after they were handled (`recloseRecentRevocations`).
     var revocationsHandledAtCheckpoints: (older: Int64, last: Int64) = (0, 0)
@@ -121,24 +125,37 @@ public final class EventPublisher {
             let notices = notes.map { $0.channel == "tideway_changes" ? ChangeNotice(payload: $0.payload) : nil }
             var changed: [String: Set<String>] = [:]  // per partition, the collections named
             var whole: Set<String> = []  // the partitions a notification named no collection of
+            var clocks: [String: Int64] = [:]  // per partition, the highest clock named
+            var unclocked: Set<String> = []  // the partitions a notification named no clock of
             for case let notice? in notices {
                 changed[notice.partition, default: []].formUnion(notice.collection.map { [$0] } ?? [])
                 if notice.collection == nil { whole.insert(notice.partition) }
+                if let clock = notice.clock {
+                    clocks[notice.partition] = max(clocks[notice.partition] ?? 0, clock)
+                } else {
+                    unclocked.insert(notice.partition)
+                }
+            }
+            // The batch's revocations before any of its changes: a revocation committed before
+            // a change is notified before it (PostgreSQL delivers notifications in commit
+            // order), so its streams are closed before that change's event, read or not
+            // (publishUnheard says why this is the guarantee the read gave). Closing streams of
+            // a revocation committed after a change early only costs their clients a reconnect.
+            for note in notes where note.channel == "tideway_revoked" {
+                publish(note.channel, note.payload)
+                publishLag.recordSeconds(received.secondsElapsed)
             }
             for (note, notice) in zip(notes, notices) {
                 if note.channel == "tideway_streams_check" {
                     streamCounts.checkNow()
                     continue
                 }
-                if let partition = notice?.partition {
-                    guard let collections = changed.removeValue(forKey: partition) else { continue }
-                    do {
-                        try publishChange(partition, collections: whole.contains(partition) ? nil : collections)
-                    } catch {
-                        noteLost(error)
-                    }
-                } else {
-                    publish(note.channel, note.payload)
+                guard let partition = notice?.partition, let collections = changed.removeValue(forKey: partition) else { continue }
+                do {
+                    try publishChange(partition, collections: whole.contains(partition) ? nil : collections,
+                                      clock: unclocked.contains(partition) ? nil : clocks[partition])
+                } catch {
+                    noteLost(error)
                 }
                 // Lag: from reading the notification (delivered at commit) to nginx's answer.
                 publishLag.recordSeconds(received.secondsElapsed)
@@ -147,6 +164,7 @@ public final class EventPublisher {
             if nextCheckpoint.timeIntervalSinceNow <= 0 {
                 // Between notifications: every one that arrived so far is published.
                 try connection.execute("select app.events_checkpoint()")
+                try closeRecordedRevocations(connection)
                 try recloseRecentRevocations(connection)
                 try closeRevokedStreams(connection)
                 nextCheckpoint = Date().addingTimeInterval(Self.checkpointSeconds)
@@ -160,6 +178,7 @@ public final class EventPublisher {
     /// (migrations 0081, 0082).
     func catchUp(_ connection: Connection) throws {
         try closeStreams(revokedIn: connection.execute(Self.revocations(after: revocationsHandled)).rows)
+        revocationsBehind = false
         let missed = try connection.execute("select p from app.events_to_catch_up() p").rows.compactMap { $0.string("p") }
         for partition in missed {
             publishThin(partition)
@@ -167,6 +186,20 @@ public final class EventPublisher {
         Counter(label: "tideway_events_caught_up_total").increment(by: missed.count)
         if !missed.isEmpty { Log.info("events: announced \(missed.count) partitions changed while no publisher listened") }
         try closeRevokedStreams(connection)
+    }
+
+    /// Closes the recorded revocations no notification brought (none does while the listening
+    /// connection lives: a revocation is recorded and notified in one transaction), within a
+    /// checkpoint: an event of a partition no stream heard reads nothing since the notifications
+    /// name the clock (`publishUnheard`), so no longer closes them on its way.
+    func closeRecordedRevocations(_ connection: Connection) throws {
+        let recorded = try connection.execute(Self.revocations(after: revocationsHandled)).rows
+        do {
+            try closeStreams(revokedIn: recorded)
+        } catch {
+            revocationsBehind = true
+            noteLost(error)
+        }
     }
 
     /// Closes the streams of the revocations handled since the checkpoint before last once
@@ -243,10 +276,13 @@ public final class EventPublisher {
     /// A change of `partition`: the changes since its last event, read in one snapshot with
     /// the revocations not handled yet (closed first, so that no stream of a login that lost
     /// the partition before these changes receives them), or a thin event.
-    /// `collections`: those the notifications named (nil: any may have changed).
-    func publishChange(_ partition: String, collections: Set<String>?) throws {
+    /// `collections`: those the notifications named (nil: any may have changed); `clock`: the
+    /// highest clock they named, when every one named one.
+    func publishChange(_ partition: String, collections: Set<String>?, clock notified: Int64?) throws {
         guard carryBytes > 0, let parsed = Partition(partition) else { return publishThin(partition) }
-        guard heard.contains(partition), let since = published[partition] else { return try publishUnheard(partition) }
+        guard heard.contains(partition), let since = published[partition] else {
+            return try publishUnheard(partition, clock: notified)
+        }
         let (clock, carried, start): (Int64, EventChanges.Carried?, Row?)
         do {
             (clock, carried, start) = try EventChanges.read(
@@ -258,6 +294,7 @@ public final class EventPublisher {
             return publishThin(partition)
         }
         try closeStreams(revokedIn: start)
+        revocationsBehind = false
         // Announced already: an earlier event carried this change (it read a later snapshot).
         if clock <= since { return }
         if published.count >= Self.maxRemembered { published = [:] }
@@ -284,22 +321,45 @@ public final class EventPublisher {
     }
 
     /// An event of a partition whose last event no stream heard (or its first since the
-    /// start): thin, after a read of its clock alone, which keeps what `published` means (the
-    /// next carried event's `after`; no second event for a change announced already). The
-    /// changes and the reader's claims read for nobody were ~0.2–0.3 ms of the reading
-    /// backend's CPU per lone push (docs/performance/round-13.md, "What a write's event
-    /// costs"). The revocations recorded meanwhile are closed first, as after every read.
-    func publishUnheard(_ partition: String) throws {
-        let (clock, start): (Int64, Row?)
-        do {
-            (clock, start) = try EventChanges.clock(readerConnection(), partition: partition, revocationsAfter: revocationsHandled)
-        } catch {
-            Log.warning("events: cannot read \(partition)'s clock: \(error); publishing a thin event")
-            reader = nil
-            published[partition] = nil
-            return publishThin(partition)
+    /// start): thin, and `published` keeps its meaning (the next carried event's `after`; no
+    /// second event for a change announced already). The changes and the reader's claims read
+    /// for nobody were ~0.2–0.3 ms of the reading backend's CPU per lone push
+    /// (docs/performance/round-13.md, "What a write's event costs"); the clock alone still
+    /// 0.08–0.18 ms, and no read at all when the notifications named it (`notified`, app.ticks:
+    /// docs/performance/round-16-thinevent.md, "A thin event without a read").
+    ///
+    /// Why the notified clock keeps what the read gave. The number: the writer held the
+    /// partition's clock row locked from its first tick to its commit, so every change up to
+    /// the named clock is committed when its notification arrives; if the transaction ticked
+    /// the partition again later, the number is lower than its committed clock, which only
+    /// makes the next event start earlier (a carried event's `after` is then a cursor its
+    /// client may not hold: it pulls) or announce again (events are hints). A higher number
+    /// than committed is impossible, and only that could hide a change. The revocations: the
+    /// read closed those recorded before its snapshot; a revocation is recorded and notified
+    /// in one transaction (app.notify_revoked), and notifications arrive in commit order on
+    /// the one listening connection, so every revocation committed before the write was
+    /// notified before it and closed first (`pump`, `publish`); one committed in the write's
+    /// own transaction is no earlier than the change, as with one committed just after it.
+    /// A revocation notified but not closed (`revocationsBehind`) sends the event back to the
+    /// read. A notification is lost only with the listening connection, and `catchUp` then
+    /// closes the recorded revocations before any event, as before.
+    func publishUnheard(_ partition: String, clock notified: Int64?) throws {
+        let clock: Int64
+        if let notified, !revocationsBehind {
+            clock = notified
+        } else {
+            let start: Row?
+            do {
+                (clock, start) = try EventChanges.clock(readerConnection(), partition: partition, revocationsAfter: revocationsHandled)
+            } catch {
+                Log.warning("events: cannot read \(partition)'s clock: \(error); publishing a thin event")
+                reader = nil
+                published[partition] = nil
+                return publishThin(partition)
+            }
+            try closeStreams(revokedIn: start)
+            revocationsBehind = false
         }
-        try closeStreams(revokedIn: start)
         if let since = published[partition], clock <= since { return }
         if published.count >= Self.maxRemembered { published = [:] }
         published[partition] = clock
@@ -382,13 +442,24 @@ public final class EventPublisher {
             case "tideway_revoked":
                 // The recorded revocations, so that the next change's read does not close the
                 // same streams again (their reconnects); the payload when they cannot be read.
+                // Closed at once in any case: an event of a change committed after it may be
+                // published with no read (publishUnheard).
+                let wasBehind = revocationsBehind
+                revocationsBehind = true
                 do {
-                    try closeStreams(revokedIn: readerConnection().execute(
-                        Self.revocations(after: revocationsHandled)).rows)
+                    let recorded = try readerConnection().execute(Self.revocations(after: revocationsHandled)).rows
+                    try closeStreams(revokedIn: recorded)
+                    // Its id below one handled already (ids are taken before commit, so two
+                    // revocations may commit out of order): what closes it is its notification.
+                    if !recorded.contains(where: { $0["channels"] == payload }) {
+                        try closeLoginChannels(payload.split(separator: ","))
+                    }
+                    revocationsBehind = false
                 } catch let error as DatabaseError {
                     Log.warning("events: cannot read the revocations: \(error)")
                     reader = nil
                     try closeLoginChannels(payload.split(separator: ","))
+                    revocationsBehind = wasBehind
                 }
             default:
                 return

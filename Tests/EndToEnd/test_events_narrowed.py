@@ -12,21 +12,29 @@ import uuid
 import psycopg2
 
 from conftest import admin_db, new_user
-from synclib import Client, Replica, change, doc_for, server_state
+from synclib import Client, Replica, change, doc_for, new_agency, server_state
 from test_events import Stream, wait_until_subscribed
 from test_events_carry_documents import (big_push_arrives_thin_and_the_next_carries, events_until, report,
                                          writer_listening_to_a_new_agency)
 
 
-def notifications(conn, timeout=5):
-    """The payloads of `tideway_changes` that `conn` (listening) received within `timeout`."""
+def notifications(conn, timeout=5, of=()):
+    """The payloads of `tideway_changes` that `conn` (listening) received within `timeout`,
+    those naming one of the partitions `of` (others commit meanwhile: presence, new users)."""
     payloads = []
     while select.select([conn], [], [], timeout) != ([], [], []):
         conn.poll()
-        payloads += [n.payload for n in conn.notifies if n.channel == "tideway_changes"]
+        payloads += [n.payload for n in conn.notifies
+                     if n.channel == "tideway_changes" and n.payload.rsplit("/", 1)[0] in of]
         conn.notifies.clear()
         timeout = 0.3
     return payloads
+
+
+def clock_of(partition):
+    with admin_db() as conn, conn.cursor() as cur:
+        cur.execute("select seq from app.partition_clocks where partition = %s", (partition,))
+        return cur.fetchone()[0]
 
 
 def test_a_commit_s_notification_names_its_partition_and_collection():
@@ -36,19 +44,37 @@ def test_a_commit_s_notification_names_its_partition_and_collection():
     listener.set_isolation_level(psycopg2.extensions.ISOLATION_LEVEL_AUTOCOMMIT)
     listener.cursor().execute("listen tideway_changes")
     try:
-        report(writer, partition)  # app.insert_documents: app.ticks
-        assert notifications(listener) == [f"{partition}/reports"]
+        # app.insert_documents: app.ticks, which also names the clock it left.
+        report(writer, partition)
+        assert notifications(listener, of=[partition]) == [f"{partition}/reports@{clock_of(partition)}"]
         duty = uuid.uuid4().hex[:24]
         writer.push_one(change("insert", "dutyChanges", partition, duty, doc_for("dutyChanges", duty)))
         rid = report(writer, partition)
-        assert notifications(listener) == [f"{partition}/dutyChanges", f"{partition}/reports"]
-        # app.apply_change (an update): app.tick with the collection.
+        clock = clock_of(partition)
+        assert notifications(listener, of=[partition]) == [f"{partition}/dutyChanges@{clock - 1}", f"{partition}/reports@{clock}"]
+        # app.apply_change (an update): app.tick with the collection, and no clock (one
+        # notification for all of a transaction's rows).
         assert writer.push_one(change("update", "reports", partition, rid, {"draft": False}))["status"] == "applied"
-        assert notifications(listener) == [f"{partition}/reports"]
+        assert notifications(listener, of=[partition]) == [f"{partition}/reports"]
         # A writer that names no collection (the compactor, the job runner's deletions): the partition alone.
         with admin_db() as conn, conn.cursor() as cur:
             cur.execute("select app.tick(%s)", (partition,))
-        assert notifications(listener) == [partition]
+        assert notifications(listener, of=[partition]) == [partition]
+    finally:
+        listener.close()
+
+
+def test_one_statement_s_changes_of_several_partitions_notify_each_partition_s_clock():
+    first, second = f"agency={new_agency()}", f"agency={new_agency()}"
+    listener = admin_db()
+    listener.cursor().execute("listen tideway_changes")
+    try:
+        with admin_db() as conn, conn.cursor() as cur:
+            cur.execute("select app.ticks(array[%s, %s, %s], 'reports'), app.ticks(array[%s, %s])",
+                        (second, first, second, first, first))
+            numbers, unnamed = cur.fetchone()
+        assert numbers == [1, 1, 2] and unnamed == [2, 3]
+        assert sorted(notifications(listener, of=[first, second])) == sorted([f"{first}/reports@1", f"{second}/reports@2", f"{first}/@3"])
     finally:
         listener.close()
 
