@@ -55,6 +55,14 @@ public final class EventPublisher {
     let carryBytes: Int
     /// Forgotten past this many partitions (then the next event of each is thin again).
     static let maxRemembered = 100_000
+    /// Login channels closed per DELETE. nchan refuses (403) a channel id over
+    /// `nchan_max_channel_id_length`, 1024 bytes by default, and the ids of a multi-channel
+    /// request count as one: 30 login channels are 1,019 bytes with their commas, 31 are
+    /// 1,053. No event goes out while a recorded revocation is not closed (nothing may be
+    /// carried to a revoked login), and a restarted publisher closes them before its first:
+    /// with 50 per request, one user with 31 or more logins losing a partition (moved to
+    /// another agency, say) stopped every event for good, the restarts included.
+    static let loginsPerDelete = 30
 
     /// The series recorded per event, made once (making one looks its series up by name).
     let publishLag = Timer(label: "tideway_event_publish_lag_seconds")
@@ -262,12 +270,12 @@ public final class EventPublisher {
         }
     }
 
-    /// Deletes logins' own channels ("l" + 32 hex digits; anything else is ignored), 50 per
-    /// request: nchan ends every stream that listens on one.
+    /// Deletes logins' own channels ("l" + 32 hex digits; anything else is ignored),
+    /// `loginsPerDelete` per request: nchan ends every stream that listens on one.
     func closeLoginChannels(_ channels: [Substring]) throws {
         let logins = channels.filter { $0.hasPrefix("l") && $0.count == 33 }
-        for start in stride(from: 0, to: logins.count, by: 50) {
-            try nchan.send("DELETE", "/_publish/" + logins[start..<min(start + 50, logins.count)].joined(separator: ","),
+        for start in stride(from: 0, to: logins.count, by: Self.loginsPerDelete) {
+            try nchan.send("DELETE", "/_publish/" + logins[start..<min(start + Self.loginsPerDelete, logins.count)].joined(separator: ","),
                            body: [], headers: [:])
         }
         Counter(label: "tideway_events_published_total", dimensions: [("kind", "revoke")]).increment(by: logins.count)

@@ -130,6 +130,29 @@ def test_moving_to_another_agency_closes_the_stream_and_reconnecting_is_refused(
     assert Stream(answer["accessToken"], ["agency=WildAid"]).status == 200
 
 
+def test_a_user_with_many_logins_moved_away_has_every_stream_closed_and_events_go_on():
+    # One revocation names every login of the user: 35 login channels are over nchan's
+    # 1024-byte channel id in one DELETE, which it refuses (EventPublisher.loginsPerDelete).
+    # The stream of the last login is in the second request; another member's stream on
+    # the partition must still get the next push's event.
+    email = new_user(agency="Gabon")
+    tokens = [login(email)["accessToken"] for _ in range(35)]
+    with admin_db() as db, db.cursor() as cur:
+        cur.execute("select length(app.login_channels(id)) from app.users where email = %s", (email,))
+        assert cur.fetchone()[0] > 1024
+    moved = Stream(tokens[-1], ["agency=Gabon"])
+    staying = Stream(login(new_user(agency="Gabon"))["accessToken"], ["agency=Gabon"])
+    assert moved.status == 200 and staying.status == 200
+    wait_until_subscribed(moved)
+    with admin_db() as db, db.cursor() as cur:
+        cur.execute("update app.users set agency = 'WildAid' where email = %s", (email,))
+    assert moved.next(timeout=10) is None  # the stream ended
+    push_report("gabon.officer2@demo.tideway")
+    event = staying.next(timeout=10)
+    assert event not in (None, "timeout"), "no event after the revocation"
+    assert "agency=Gabon" in event["data"]
+
+
 def test_a_reconnecting_subscriber_learns_what_it_missed():
     token = login(new_user(agency="Gabon"))["accessToken"]
     stream = Stream(token, ["agency=Gabon"])
