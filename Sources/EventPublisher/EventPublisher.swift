@@ -56,9 +56,9 @@ public final class EventPublisher {
     /// Forgotten past this many partitions (then the next event of each is thin again).
     static let maxRemembered = 100_000
     /// Login channels closed per DELETE. nchan refuses (403) a channel id over
-    /// `nchan_max_channel_id_length`, 1024 bytes by default, and the ids of a multi-channel
-    /// request count as one: 30 login channels are 1,019 bytes with their commas, 31 are
-    /// 1,053. No event goes out while a recorded revocation is not closed (nothing may be
+    /// `nchan_max_channel_id_length`, and the ids of a multi-channel request count as one:
+    /// 30 login channels are 1,019 bytes with their commas, within even nchan's default of
+    /// 1024 (Deploy/nginx's template sets 2048, for the streams); 31 are 1,053. No event goes out while a recorded revocation is not closed (nothing may be
     /// carried to a revoked login), and a restarted publisher closes them before its first:
     /// with 50 per request, one user with 31 or more logins losing a partition (moved to
     /// another agency, say) stopped every event for good, the restarts included.

@@ -153,6 +153,29 @@ def test_a_user_with_many_logins_moved_away_has_every_stream_closed_and_events_g
     assert "agency=Gabon" in event["data"]
 
 
+def test_a_stream_of_fifty_partitions_is_opened_and_hears_its_last_one():
+    # 1 to 50 partitions a stream (EventRoutes.maxPartitions): their channels' ids and the
+    # login's are one id of 1,633 bytes to nchan, which refused more than 1024 until the
+    # template raised nchan_max_channel_id_length.
+    from test_events_restart import new_conversations
+    email = new_user(agency="Gabon")
+    with admin_db() as db, db.cursor() as cur:
+        cur.execute("select id from app.users where email = %s", (email,))
+        uid = cur.fetchone()[0]
+    conversations = new_conversations(uid, 50)
+    token = login(email)["accessToken"]
+    stream = Stream(token, [f"conversation={c}" for c in conversations])
+    assert stream.status == 200, stream.response.text
+    wait_until_subscribed(stream)
+    last = f"conversation={conversations[-1]}"
+    result = Replica(Client(token=token)).push_one({"collection": "chatMessages", "partition": last, "id": uuid.uuid4().hex,
+                                                   "op": "insert", "doc": {"text": "hi", "timestamp": "2026-11-21T10:00:00Z"}})
+    assert result["status"] == "applied", result
+    event = stream.next(timeout=10)
+    assert event not in (None, "timeout") and last in event["data"], event
+    assert Stream(token, [f"conversation={c}" for c in conversations] + ["agency=Gabon"]).status == 400
+
+
 def test_a_reconnecting_subscriber_learns_what_it_missed():
     token = login(new_user(agency="Gabon"))["accessToken"]
     stream = Stream(token, ["agency=Gabon"])
