@@ -1,5 +1,5 @@
 """Which statements PostgreSQL compiled with JIT, and which took longest to plan, since
-pg_stat_statements was last reset (docs/performance/round-16-jitstall.md, "No JIT in Tideway's
+pg_stat_statements was last reset (docs/performance/round-16.md, "No JIT in Tideway's
 sessions"). Run it after a bench or a test run on the same stack; `--reset` empties the
 counts first (e.g. right after a start). Nested statements (those PL/pgSQL functions run) are
 counted only with `pg_stat_statements.track = all`, planning times only with

@@ -1,4 +1,4 @@
-"""What each part of a lone push's own SQL costs the writing backend (docs/performance/round-16-pushone.md,
+"""What each part of a lone push's own SQL costs the writing backend (docs/performance/round-16.md,
 "What a lone push's SQL adds to its INSERT"): the statements of a push in one round trip
 (WritePath.applyFirstPush: app.authenticate, app.open_first_push, app.insert_documents
 unguarded, COMMIT) as the worker sends them (prepared once per connection), as

@@ -1,6 +1,6 @@
 -- run as superuser: only a superuser sets a login role's parameters.
 -- No JIT compiling in Tideway's sessions (issue 22, sixteenth round;
--- docs/performance/round-16-jitstall.md, "No JIT in Tideway's sessions").
+-- docs/performance/round-16.md, "No JIT in Tideway's sessions").
 --
 -- PostgreSQL compiles a statement's expressions with LLVM when the planner prices it above
 -- jit_above_cost (100,000 by default; with inlining and optimization above 500,000). The

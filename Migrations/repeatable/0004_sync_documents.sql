@@ -181,7 +181,7 @@ $do$;
 -- know, and reads the whole partition.
 --
 -- The clock named is the partition's clock when the writer sent it, a number the publisher
--- then needs not read (docs/performance/round-16-thinevent.md, "A thin event without a read"):
+-- then needs not read (docs/performance/round-16.md, "A thin event without a read"):
 -- the writer holds the partition's clock row locked from its first tick until its
 -- transaction ends, so once the notification is delivered (at commit) every change numbered
 -- up to it is committed; it is the committed clock unless the same transaction ticks the

@@ -293,7 +293,7 @@ $$;
 -- (app.open_first_push, for its app version, '' when the device sent none; the write rights
 -- asked are this statement's partitions') before its INSERT, when its
 -- documents are the whole push: one top-level statement fewer per push
--- (docs/performance/round-16-pushone.md, "What a lone push's SQL adds to its INSERT").
+-- (docs/performance/round-16.md, "What a lone push's SQL adds to its INSERT").
 --
 -- One static INSERT per collection (only those whose documents the client creates: not
 -- `users`, whose documents the server creates, nor what only the server writes), written

@@ -334,7 +334,7 @@ public final class EventPublisher {
     /// for nobody were ~0.2–0.3 ms of the reading backend's CPU per lone push
     /// (docs/performance/round-13.md, "What a write's event costs"); the clock alone still
     /// 0.08–0.18 ms, and no read at all when the notifications named it (`notified`, app.ticks:
-    /// docs/performance/round-16-thinevent.md, "A thin event without a read").
+    /// docs/performance/round-16.md, "A thin event without a read").
     ///
     /// Why the notified clock keeps what the read gave. The number: the writer held the
     /// partition's clock row locked from its first tick to its commit, so every change up to

@@ -1,4 +1,4 @@
-"""A thin event without a read (docs/performance/round-16-thinevent.md, "A thin event without a
+"""A thin event without a read (docs/performance/round-16.md, "A thin event without a
 read"): a statement's changes (app.ticks, every push of new documents) notify the clock they
 left, so the event of a partition no stream heard takes it from the notification and the
 publisher reads nothing; the revocations committed before the write are closed before its

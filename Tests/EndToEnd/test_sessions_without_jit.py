@@ -1,5 +1,5 @@
 """No statement of a Tideway session is compiled by JIT (Migrations/0114_sessions_without_jit.sql,
-docs/performance/round-16-jitstall.md, "No JIT in Tideway's sessions"): the role every Tideway
+docs/performance/round-16.md, "No JIT in Tideway's sessions"): the role every Tideway
 process logs in as carries `jit = off`, so a statement that stale statistics price far above
 `jit_above_cost` runs without LLVM compiling its expressions (the job runner's fold once spent
 ~250 ms a turn so, for a statement of under 1 ms).

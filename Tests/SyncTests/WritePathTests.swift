@@ -58,7 +58,7 @@ import Testing
 
     /// A push in one round trip is opened (app.open_first_push: the lock, the push-log check,
     /// the device) by its writes' own statement when they are one collection's new documents,
-    /// one statement fewer (docs/performance/round-16-pushone.md, "What a lone push's SQL adds
+    /// one statement fewer (docs/performance/round-16.md, "What a lone push's SQL adds
     /// to its INSERT"); by a statement of its own before them otherwise, for every change id.
     @Test func theOpeningGoesInTheWritesWhenTheyAreOneStatement() throws {
         let opening = WritePath.Plan.Opening(appVersion: "7.1", changeIDs: ["c0", "c1"], partitions: ["agency=Gabon"],
