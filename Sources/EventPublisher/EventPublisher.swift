@@ -58,10 +58,11 @@ public final class EventPublisher {
     /// Login channels closed per DELETE. nchan refuses (403) a channel id over
     /// `nchan_max_channel_id_length`, and the ids of a multi-channel request count as one:
     /// 30 login channels are 1,019 bytes with their commas, within even nchan's default of
-    /// 1024 (Deploy/nginx's template sets 2048, for the streams); 31 are 1,053. No event goes out while a recorded revocation is not closed (nothing may be
-    /// carried to a revoked login), and a restarted publisher closes them before its first:
-    /// with 50 per request, one user with 31 or more logins losing a partition (moved to
-    /// another agency, say) stopped every event for good, the restarts included.
+    /// 1024 (Deploy/nginx's template sets 2048, for the streams); 31 are 1,053. No event goes
+    /// out while a recorded revocation is not closed (nothing may be carried to a revoked
+    /// login), and a restarted publisher closes them before its first: with 50 per request,
+    /// one user with 31 or more logins losing a partition (moved to another agency, say)
+    /// stopped every event for good, the restarts included.
     static let loginsPerDelete = 30
 
     /// The series recorded per event, made once (making one looks its series up by name).
