@@ -32,7 +32,8 @@ open_first_push's call of expect_first_push). Made from those, each with one cha
   noorder    the answer read without `order by ord`.
 This branch's SQL: `opened` (app.insert_documents opening the push itself, as the worker
 sends a lone push now), `opening` (app.open_first_push's own statement first, as for a push
-of several collections)."""
+of several collections). Round 17's: `openednorow` (`opened` leaving the device's row as it
+is, `device_row => false`, as a push within the minute of the device's last on the worker)."""
 import json
 import re
 import sys
@@ -145,9 +146,10 @@ def statements(variant, prefix, ids):
                  (prefix, "bench", ids, [wb.PARTITION], ["reports"])),
                 ("select result::text from bench_main.insert_documents(%s, %s, %s::text[], %s::text[], %s::text[], %s::jsonb,"
                  " guarded => false) order by ord", ("reports", prefix, ids, ids, parts, docs))]
-    if variant == "opened":
+    if variant in ("opened", "openednorow"):
         return [("select result::text from app.insert_documents(%s, %s, %s::text[], %s::text[], %s::text[], %s::jsonb,"
-                 " guarded => false, first_push_app_version => %s) order by ord", ("reports", prefix, ids, ids, parts, docs, "bench"))]
+                 " guarded => false, first_push_app_version => %s, device_row => %s) order by ord",
+                 ("reports", prefix, ids, ids, parts, docs, "bench", variant == "opened"))]
     if variant == "opening":
         return [("select app.open_first_push(%s, %s, %s::text[], %s::text[], %s::text[])",
                  (prefix, "bench", ids, [wb.PARTITION], ["reports"])),

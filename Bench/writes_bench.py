@@ -2,9 +2,9 @@
 HTTPS through nginx, one per push and 25 per push, and the write-acknowledged latency on
 one kept-alive connection, each against PostgreSQL alone doing the same INSERTs as the
 worker role under the same claims (pgbench: app.authenticate with the same token, so the
-same row-level security, generated columns, indexes and triggers, and the report's facts
-written by the INSERT as a push's are; the job runner then folds the reports into the
-dashboards' summaries, for both).
+same row-level security, generated columns, indexes and triggers, the report's facts
+written by the INSERT and the partition's clock taken by one app.ticks, as a push's are;
+the job runner then folds the reports into the dashboards' summaries, for both).
 
 Server CPU per document comes from the processes' own counters (/proc/<pid>/stat utime +
 stime, before and after): the FastCGI workers, every PostgreSQL process (the postmaster's
@@ -247,15 +247,23 @@ def facts_columns():
 
 
 def pg_script(tok, doc, batch, prefix):
+    """The limit's transaction: the push's INSERT of `batch` reports as PostgreSQL alone runs
+    it. Its clock is taken as a push's is (app.insert_documents): one app.ticks call for the
+    statement, whose notification names the reports and the partition's clock, so the event
+    publisher reads nothing for it, as for a push (docs/performance/round-16.md, "A thin event
+    without a read"). Until the seventeenth round it took app.tick per row, whose notification
+    names no clock, and the limit paid a publisher's read that a push no longer does
+    (docs/performance/round-17-devicerow.md, "The limit's clock taken as the push takes it")."""
     literal = json.dumps(doc).replace("'", "''")
     facts = facts_columns()
     return (
         "begin;\n"
         f"select count(*) from app.authenticate(sha256(convert_to('{tok}', 'UTF8')), 'access');\n"
         f"insert into sync.reports (id, partition, doc, seq, updated_by, {facts}) "
-        f"select x.id, '{PARTITION}', x.doc, app.tick('{PARTITION}'), app.uid(), f.{facts.replace(', ', ', f.')} "
-        f"from (select y.id, jsonb_set('{literal}'::jsonb, '{{_id}}', to_jsonb(y.id)) as doc "
-        f"from (select '{prefix}' || gen_random_uuid() as id from generate_series(1, {batch})) y offset 0) x "
+        f"select x.id, '{PARTITION}', x.doc, x.seq, app.uid(), f.{facts.replace(', ', ', f.')} "
+        f"from (select y.id, y.seq, jsonb_set('{literal}'::jsonb, '{{_id}}', to_jsonb(y.id)) as doc "
+        f"from (select '{prefix}' || gen_random_uuid() as id, t.seq "
+        f"from unnest(app.ticks(array_fill('{PARTITION}'::text, array[{batch}]), 'reports')) t(seq)) y offset 0) x "
         "cross join lateral app.report_row_facts(x.doc, false) f;\n"
         "commit;\n")
 
@@ -280,10 +288,10 @@ def pgbench(script, connections):
     return SECONDS, statistics.median(latencies)
 
 
-def pg_run(tok, doc, batch, connections):
+def pg_run(tok, doc, batch, connections, script=pg_script):
     prefix = f"p22-{uuid.uuid4().hex[:8]}-"
     before = cpu_snapshot()
-    elapsed, p50 = pgbench(pg_script(tok, doc, batch, prefix), connections)
+    elapsed, p50 = pgbench(script(tok, doc, batch, prefix), connections)
     wait_folded()
     cpu = cpu_delta(before, cpu_snapshot())
     docs = count_and_remove(prefix)

@@ -257,14 +257,25 @@ $$;
 -- documents, app.insert_documents' own statement runs it (`first_push_app_version`), one
 -- execution fewer again. The device row may come before the writes: nothing reads it in
 -- the push, and a failed push rolls it back with everything else.
+--
+-- `device_row` false: the worker wrote this device's row less than a minute ago with the
+-- same app version (Sync/DevicePushes.swift), so the row is left as it is: its last push is
+-- a minute coarse, as the back office shows it (docs/performance/round-17-devicerow.md, "The
+-- device's row a minute coarse"). The previous release's workers call without it (the
+-- five arguments), and their call goes here: the five-argument form is dropped, else
+-- their call would match both.
+drop function if exists app.open_first_push(text, text, text[], text[], text[]);
 create or replace function app.open_first_push(
-    client_id text, app_version text, change_ids text[], partitions text[], collections text[]) returns void
+    client_id text, app_version text, change_ids text[], partitions text[], collections text[],
+    device_row boolean default true) returns void
 language plpgsql set plan_cache_mode = force_generic_plan as $$
 begin
     perform app.push_lock(client_id);
     perform app.expect_first_push(client_id, change_ids, partitions, collections);
     perform set_config('tideway.device', client_id, true);
-    perform app.note_device_push(client_id, app_version);
+    if device_row then
+        perform app.note_device_push(client_id, app_version);
+    end if;
 end
 $$;
 
@@ -293,7 +304,8 @@ $$;
 -- (app.open_first_push, for its app version, '' when the device sent none; the write rights
 -- asked are this statement's partitions') before its INSERT, when its
 -- documents are the whole push: one top-level statement fewer per push
--- (docs/performance/round-16.md, "What a lone push's SQL adds to its INSERT").
+-- (docs/performance/round-16.md, "What a lone push's SQL adds to its INSERT"); with
+-- `device_row` false it leaves the device's row as it is (app.open_first_push).
 --
 -- One static INSERT per collection (only those whose documents the client creates: not
 -- `users`, whose documents the server creates, nor what only the server writes), written
@@ -343,13 +355,14 @@ $b$, name, table_name,
     gathered text := (select quote_literal(array_agg(name order by name)::text)
                         from app.collections where write_rule not in ('own-user', 'server'));
 begin
-    -- The form before `first_push_app_version`: a call of the previous release's workers
-    -- (six arguments and `guarded`) would match both, so it goes; they call this one.
+    -- The forms before `first_push_app_version` and before `device_row`: a call of the
+    -- previous release's workers would match both, so they go; they call this one.
     drop function if exists app.insert_documents(text, text, text[], text[], text[], jsonb, boolean);
+    drop function if exists app.insert_documents(text, text, text[], text[], text[], jsonb, boolean, text);
     execute replace(replace($f$
 create or replace function app.insert_documents(
     collection text, client_id text, change_ids text[], ids text[], partitions text[], docs jsonb,
-    guarded boolean default true, first_push_app_version text default null)
+    guarded boolean default true, first_push_app_version text default null, device_row boolean default true)
 returns table (ord bigint, result jsonb)
 language plpgsql set plan_cache_mode = force_generic_plan as $$
 declare
@@ -366,7 +379,7 @@ begin
         -- documents are mostly all of one.
         targets := case when partitions[1] = all (partitions) then partitions[1:1] else partitions end;
         perform app.open_first_push(client_id, first_push_app_version, change_ids, targets,
-                                    array_fill(collection, array[cardinality(targets)]));
+                                    array_fill(collection, array[cardinality(targets)]), device_row);
     end if;
     if guarded then
         begin

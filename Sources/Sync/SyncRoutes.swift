@@ -1,5 +1,6 @@
 import CoreMetrics
 import FastCGI
+import Foundation
 import Support
 import TidewayJSON
 import Web
@@ -65,25 +66,31 @@ enum PushRoute {
             }
                 .mapError { WritePath.Refused(changeID: changeID, rejection: $0) }
         }
-        let device: String
+        let appVersion: String
         switch body["appVersion"] {
-        case nil, .null?: device = ""
-        case .string(let text)?: device = String(text.prefix(100))
+        case nil, .null?: appVersion = ""
+        case .string(let text)?: appVersion = String(text.prefix(100))
         default: throw AppError.badRequest("appVersion must be a string or null")
         }
         let writeLimits = WritePath.Limits(documentBytes: limits.documentBytes)
         // Presence, when due, in the push's own transaction: a second one would be a second
         // WAL flush before the answer (docs/performance/round-06.md, "The write's tail"). A push that
         // fails leaves it to the login's next sync after `Presence.interval`.
-        let also = service.presence.due(context) ? [Presence.statement] : []
+        let digest = context.bearerToken.map(Tokens.digest)
+        let also = service.presence.due(context, digest: digest) ? [Presence.statement] : []
+        // The device's row, when this worker has not written it within the minute or the
+        // app version is new (DevicePushes); remembered once the push has committed.
+        let pushed = Date()
+        let device = digest.map { DevicePushes.Key(digest: $0, clientID: clientID) }
+        let deviceRow = device.map { service.devicePushes.due($0, appVersion: appVersion, now: pushed) } ?? true
         // New documents only (a device back from sea): one round trip, unless it turns out
         // to be a retry or to touch a partition the caller may not write (nil: nothing was
         // written, and the push goes the usual way).
         func firstPush() throws -> [JSON]? {
             do {
                 return try context.asAPICaller { tx, caller in
-                    try WritePath.applyFirstPush(inputs, clientID: clientID, device: device, caller: caller, in: tx, limits: writeLimits,
-                                                 also: also)
+                    try WritePath.applyFirstPush(inputs, clientID: clientID, device: appVersion, deviceRow: deviceRow, caller: caller,
+                                                 in: tx, limits: writeLimits, also: also)
                 }
             } catch is WritePath.NeedsReads {
                 return nil
@@ -91,9 +98,10 @@ enum PushRoute {
         }
         let results = try (WritePath.needsNoReads(inputs) ? firstPush() : nil) ?? context.asAPICaller { tx, caller in
             // The writes and the COMMIT in one round trip: nothing follows them.
-            try WritePath.apply(inputs, clientID: clientID, device: device, caller: caller, in: tx, limits: writeLimits, commit: true,
-                                also: also)
+            try WritePath.apply(inputs, clientID: clientID, device: appVersion, deviceRow: deviceRow, caller: caller, in: tx,
+                                limits: writeLimits, commit: true, also: also)
         }
+        if deviceRow, let device { service.devicePushes.wrote(device, appVersion: appVersion, at: pushed) }
         // One counter per outcome rather than per change: making a Counter looks it up in
         // the metrics factory under a lock.
         var outcomes: [Outcome: Int] = [:]

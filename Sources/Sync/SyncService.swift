@@ -2,7 +2,7 @@ import Database
 import Support
 
 /// What sync keeps for a worker process's life: the commit notifications long polls wait
-/// on, presence touches, and devices' cursor positions. Made once by the worker's wiring
+/// on, presence touches, devices' cursor positions and last pushes. Made once by the worker's wiring
 /// and handed to `SyncRoutes`.
 public final class SyncService: Sendable {
     /// Commit notifications, for long polls.
@@ -10,6 +10,8 @@ public final class SyncService: Sendable {
     let presence = Presence()
     /// Where devices' cursors stand, written on pulls that name their device.
     let devicePulls = DevicePulls()
+    /// When pushing devices' rows were last written here (a minute coarse).
+    let devicePushes = DevicePushes()
     /// `Config.poolIdleSeconds`, for `start`.
     let poolIdleSeconds: Double
 

@@ -26,9 +26,10 @@ public enum WritePath {
     /// transaction ends with its writes: one round trip fewer per push). A push of new
     /// documents only may go in one (`applyFirstPush`). `also`: the caller's own statements
     /// for the same transaction, sent after the writes (a push's presence touch).
+    /// `deviceRow` false: the push leaves the device's row as it is (`DevicePushes`).
     public static func apply(
-        _ inputs: [Input], clientID: String?, device: String = "", caller: CallerInfo, in tx: Transaction, limits: Limits,
-        commit: Bool = false, also: [SQL] = []
+        _ inputs: [Input], clientID: String?, device: String = "", deviceRow: Bool = true, caller: CallerInfo, in tx: Transaction,
+        limits: Limits, commit: Bool = false, also: [SQL] = []
     ) throws -> [JSON] {
         let changes = inputs.compactMap { try? $0.get() }
         var reads: [SQL] = []
@@ -86,7 +87,7 @@ public enum WritePath {
                 writable.insert(Target(partition: row["p"] ?? "", collection: row["c"] ?? ""))
             }
         }
-        let plan = try plan(inputs, clientID: clientID, device: device, earlier: earlier, current: current,
+        let plan = try plan(inputs, clientID: clientID, device: deviceRow ? device : nil, earlier: earlier, current: current,
                             writable: { writable.contains($0) }, caller: caller, limits: limits)
         // `also` after the writes: its results follow theirs, which `answers` reads by index.
         let statements = plan.finished() + also
@@ -117,15 +118,15 @@ public enum WritePath {
     /// `apply` plans them for ids found nowhere, without savepoints (`Plan.oneTrip`). When
     /// the writes are one statement, that statement opens the push (`Plan.finished(opening:)`).
     public static func applyFirstPush(
-        _ inputs: [Input], clientID: String, device: String, caller: CallerInfo, in tx: Transaction, limits: Limits,
-        also: [SQL] = []
+        _ inputs: [Input], clientID: String, device: String, deviceRow: Bool = true, caller: CallerInfo, in tx: Transaction,
+        limits: Limits, also: [SQL] = []
     ) throws -> [JSON] {
         precondition(needsNoReads(inputs), "applyFirstPush of a push that needs its reads")
         let changes = inputs.compactMap { try? $0.get() }
         let targets = Array(Set(changes.map { Target(partition: $0.partition.description, collection: $0.collection.rawValue) }))
         let plan = try plan(inputs, clientID: clientID, device: device, earlier: [:], current: [:],
                             writable: { _ in true }, caller: caller, limits: limits, oneTrip: true)
-        let opening = Plan.Opening(appVersion: device, changeIDs: changes.map(\.changeID),
+        let opening = Plan.Opening(appVersion: device, deviceRow: deviceRow, changeIDs: changes.map(\.changeID),
                                    partitions: targets.map(\.partition), collections: targets.map(\.collection))
         do {
             let written = try tx.queries(plan.finished(opening: opening) + also, thenCommit: true)
@@ -150,9 +151,10 @@ public enum WritePath {
         .reused("select app.push_lock(\(clientID))")
     }
 
-    /// The write round trip's statements for `inputs`, given what the reads found.
+    /// The write round trip's statements for `inputs`, given what the reads found; `device`
+    /// nil: the device's row is left as it is.
     private static func plan(
-        _ inputs: [Input], clientID: String?, device: String, earlier: [String: JSON], current: [DocumentKey: StoredDocument],
+        _ inputs: [Input], clientID: String?, device: String?, earlier: [String: JSON], current: [DocumentKey: StoredDocument],
         writable: (Target) -> Bool, caller: CallerInfo, limits: Limits, oneTrip: Bool = false
     ) throws -> Plan {
         var current = current
@@ -192,7 +194,7 @@ public enum WritePath {
             }
         }
         // In one round trip, app.open_first_push has written the device's row already.
-        if let clientID, !oneTrip {
+        if let clientID, let device, !oneTrip {
             plan.append(.reused("select app.note_device_push(\(clientID), \(device))"))
         }
         return plan

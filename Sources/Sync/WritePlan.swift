@@ -96,10 +96,12 @@ extension WritePath {
         }
 
         /// What opens a push in one round trip (`app.open_first_push`, WritePath.applyFirstPush):
-        /// the app version the device sent ("" for none), the push's change ids and the
-        /// (partition, collection) pairs it writes, whose rights it checks.
+        /// the app version the device sent ("" for none), whether the device's row is written
+        /// (`DevicePushes`), the push's change ids and the (partition, collection) pairs it
+        /// writes, whose rights it checks.
         struct Opening {
             let appVersion: String
+            var deviceRow = true
             let changeIDs: [String]
             let partitions: [String]
             let collections: [String]
@@ -133,19 +135,20 @@ extension WritePath {
                 } else {
                     var array = group.docs
                     array.append(UInt8(ascii: "]"))
-                    let opens = opening.flatMap { opensInItsWrites ? $0.appVersion : nil }
+                    let opens = opensInItsWrites ? opening : nil
                     all[group.statement] = .reused("""
                         select result::text from app.insert_documents(\(collection.rawValue), \(clientID), \
                         \(group.changeIDs)::text[], \(group.ids)::text[], \(group.partitions)::text[], \
                         \(String(decoding: array, as: UTF8.self))::jsonb, \
-                        guarded => \(!oneTrip), first_push_app_version => \(opens)) order by ord
+                        guarded => \(!oneTrip), first_push_app_version => \(opens?.appVersion), \
+                        device_row => \(opens?.deviceRow ?? true)) order by ord
                         """)
                 }
             }
             guard let opening, !opensInItsWrites else { return all }
             return [.reused("""
                 select app.open_first_push(\(clientID), \(opening.appVersion), \(opening.changeIDs)::text[], \
-                       \(opening.partitions)::text[], \(opening.collections)::text[])
+                       \(opening.partitions)::text[], \(opening.collections)::text[], \(opening.deviceRow))
                 """)] + all
         }
 

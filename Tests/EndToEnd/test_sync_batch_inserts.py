@@ -148,6 +148,36 @@ def test_the_previous_releases_call_still_answers():
     assert set(rows(ids)) == {ids[0]}
 
 
+def test_the_opening_leaves_the_device_row_only_when_told():
+    """`device_row => false` (a push within the minute of the device's last on the worker)
+    opens the push without touching the device's row, in app.insert_documents' statement and
+    in app.open_first_push's own; the previous release's calls (open_first_push's five
+    arguments, insert_documents without `device_row`), during a rolling upgrade, still write
+    it (repeatable/0005)."""
+    key, uid = new_officer()
+    p = "agency=" + key
+    old_client, new_client, alone_client = ("dr-" + uuid.uuid4().hex for _ in range(3))
+    ids = [f"dr-{uuid.uuid4().hex[:8]}" for _ in range(4)]
+    insert = ("select result::text from app.insert_documents('reports', %s, %s::text[], %s::text[], %s::text[], %s::jsonb,"
+              " guarded => false, first_push_app_version => %s{}) order by ord")
+    with worker_db() as conn, conn.cursor() as cur:
+        for client, i, version, extra in [(old_client, 0, "1.0", ""), (new_client, 1, "2.0", ", device_row => false")]:
+            as_officer(cur, key, uid)
+            cur.execute(insert.format(extra), (client, ["c-" + ids[i]], [ids[i]], [p], json.dumps([doc_for("reports", ids[i])]),
+                                               version))
+            assert statuses([json.loads(r[0]) for r in cur.fetchall()]) == ["applied"]
+            conn.commit()
+        for client, i, extra in [(old_client, 2, ""), (alone_client, 3, ", false")]:
+            as_officer(cur, key, uid)
+            cur.execute(f"select app.open_first_push(%s, '3.0', %s::text[], %s::text[], array['reports']{extra})",
+                        (client, ["c-" + ids[i]], [p]))
+            conn.commit()
+    assert device_row(uid, old_client)[0] == "3.0"
+    assert device_row(uid, new_client) is None and device_row(uid, alone_client) is None
+    # Either way the push names its device for the history.
+    assert {h[0]: h[3] for h in history(ids[:2])} == {ids[0]: old_client, ids[1]: new_client}
+
+
 def device_row(uid, client_id):
     with admin_db() as conn, conn.cursor() as cur:
         cur.execute("select app_version, last_push, xmin::text from app.devices where user_id = %s and client_id = %s",
@@ -159,8 +189,9 @@ def test_both_ways_name_the_device_and_write_its_row():
     """A push in one round trip (new documents only: app.open_first_push writes the device's
     row and names the device for the history in the statement before its writes) and a push
     the usual way (an update: the reads first) record the same things: the device's row
-    with its last push and app version (an empty one keeps the one known), and the
-    clientId as the history entry's device."""
+    with its last push and app version, and the clientId as the history entry's device.
+    Each push here carries a new app version, so each writes the row at once
+    (Sync/DevicePushes.swift; within the minute the same version would not)."""
     key = new_agency()
     p = "agency=" + key
     me = Client(new_user("officer", key))
@@ -175,25 +206,62 @@ def test_both_ways_name_the_device_and_write_its_row():
     assert version == "7.1" and first_push is not None
     assert history([one]) == [(one, 1, "insert", client_id)]
 
-    # The usual way (an update needs the reads), without an app version: the one known stays.
-    r = me.post("/api/v1/sync/push", {"clientId": client_id, "changes": [
+    # The usual way (an update needs the reads).
+    r = me.post("/api/v1/sync/push", {"clientId": client_id, "appVersion": "7.2", "changes": [
         change("update", "reports", p, one, {"draft": False}),
         change("insert", "reports", p, two, doc_for("reports", two))]})
     assert r.status_code == 200 and statuses(r.json()["results"]) == ["applied", "applied"]
     version, second_push, second_xmin = device_row(me.id, client_id)
-    assert version == "7.1" and second_push >= first_push and second_xmin != first_xmin
+    assert version == "7.2" and second_push >= first_push and second_xmin != first_xmin
     # history() orders by report id, then entry: the two random ids in either order.
     expected = [(one, 1, "insert", client_id), (one, 2, "update", client_id), (two, 1, "insert", client_id)]
     assert history([one, two]) == sorted(expected, key=lambda h: h[0])
 
     # A retry of the first push: one round trip is tried, finds the push log, and the usual
     # way answers it; the device row is written once, by the usual way's statement.
-    r = me.post("/api/v1/sync/push", {"clientId": client_id, "appVersion": "7.2", "changes": [first]})
+    r = me.post("/api/v1/sync/push", {"clientId": client_id, "appVersion": "7.3", "changes": [first]})
     assert r.status_code == 200 and statuses(r.json()["results"]) == ["duplicate"]
-    assert device_row(me.id, client_id)[0] == "7.2"
+    assert device_row(me.id, client_id)[0] == "7.3"
     with admin_db() as conn, conn.cursor() as cur:
         cur.execute("select count(*) from app.devices where user_id = %s", (me.id,))
         assert cur.fetchone()[0] == 1
+
+
+def test_the_device_row_is_written_once_a_minute_or_for_a_new_app_version():
+    """A worker writes a device's row (last push, app version) when it has not within the
+    minute, or when the push carries an app version the row was not last written with
+    (Sync/DevicePushes.swift): the back office shows the last push to the minute. One
+    kept-alive connection's pushes go to one worker (nginx `hash $connection`), so the
+    second and third pushes here meet the first one's memory; the minute itself is
+    DevicePushesTests'."""
+    key = new_agency()
+    p = "agency=" + key
+    me = Client(new_user("officer", key))
+    client_id = uuid.uuid4().hex
+    ids = [f"dev-{uuid.uuid4().hex[:8]}" for _ in range(4)]
+
+    def push(changes, app_version=None):
+        body = {"clientId": client_id, "changes": changes}
+        if app_version is not None:
+            body["appVersion"] = app_version
+        r = me.post("/api/v1/sync/push", body)
+        assert r.status_code == 200 and statuses(r.json()["results"]) == ["applied"] * len(changes), r.text
+
+    push([change("insert", "reports", p, ids[0], doc_for("reports", ids[0]))], "7.1")
+    written = device_row(me.id, client_id)
+    assert written[0] == "7.1" and written[1] is not None
+    # Within the minute, the same version (in one round trip) or none (the usual way: an
+    # update needs its reads): the row stays as it was, the writes go in.
+    push([change("insert", "reports", p, ids[1], doc_for("reports", ids[1]))], "7.1")
+    push([change("update", "reports", p, ids[0], {"draft": False}),
+          change("insert", "reports", p, ids[2], doc_for("reports", ids[2]))])
+    assert device_row(me.id, client_id) == written
+    assert history(ids[:3]) == sorted([(ids[0], 1, "insert", client_id), (ids[0], 2, "update", client_id),
+                                       (ids[1], 1, "insert", client_id), (ids[2], 1, "insert", client_id)])
+    # A new app version is written at once.
+    push([change("insert", "reports", p, ids[3], doc_for("reports", ids[3]))], "7.2")
+    version, last_push, xmin = device_row(me.id, client_id)
+    assert version == "7.2" and last_push > written[1] and xmin != written[2]
 
 
 def test_the_device_row_is_only_ever_the_callers_own():

@@ -56,13 +56,8 @@ import Testing
         }
     }
 
-    /// A push in one round trip is opened (app.open_first_push: the lock, the push-log check,
-    /// the device) by its writes' own statement when they are one collection's new documents,
-    /// one statement fewer (docs/performance/round-16.md, "What a lone push's SQL adds
-    /// to its INSERT"); by a statement of its own before them otherwise, for every change id.
-    @Test func theOpeningGoesInTheWritesWhenTheyAreOneStatement() throws {
-        let opening = WritePath.Plan.Opening(appVersion: "7.1", changeIDs: ["c0", "c1"], partitions: ["agency=Gabon"],
-                                             collections: ["reports"])
+    /// Plans of a push in one round trip: one report (`alone`), and a report and a photo (`mixed`).
+    static func oneTripPlans() -> (alone: WritePath.Plan, mixed: WritePath.Plan) {
         var alone = WritePath.Plan(clientID: "client", oneTrip: true)
         var mixed = WritePath.Plan(clientID: "client", oneTrip: true)
         for (index, collection) in [SyncCollection.reports, .photos].enumerated() {
@@ -74,6 +69,17 @@ import Testing
             }
             mixed.write(change, document: document, intents: [], expectedVersion: nil, isNew: true)
         }
+        return (alone, mixed)
+    }
+
+    /// A push in one round trip is opened (app.open_first_push: the lock, the push-log check,
+    /// the device) by its writes' own statement when they are one collection's new documents,
+    /// one statement fewer (docs/performance/round-16.md, "What a lone push's SQL adds
+    /// to its INSERT"); by a statement of its own before them otherwise, for every change id.
+    @Test func theOpeningGoesInTheWritesWhenTheyAreOneStatement() throws {
+        let opening = WritePath.Plan.Opening(appVersion: "7.1", changeIDs: ["c0", "c1"], partitions: ["agency=Gabon"],
+                                             collections: ["reports"])
+        let (alone, mixed) = Self.oneTripPlans()
         let one = alone.finished(opening: opening)
         #expect(one.count == 1)
         #expect(one[0].description.contains("app.insert_documents") && one[0].binds.contains("7.1"), "\(one)")
@@ -87,6 +93,25 @@ import Testing
         // Without an opening (the usual way, or a plan alone) the writes open nothing.
         #expect(mixed.finished().count == 2)
         #expect(!alone.finished()[0].binds.contains("7.1"))
+    }
+
+    /// A push within the minute of its device's last on this worker (`DevicePushes`) opens
+    /// without the device's row: `device_row` false, in the writes' statement or in
+    /// app.open_first_push's own; true otherwise, and for a plan without an opening.
+    @Test func theOpeningSaysWhetherTheDeviceRowIsWritten() throws {
+        for deviceRow in [true, false] {
+            var opening = WritePath.Plan.Opening(appVersion: "7.1", changeIDs: ["c0", "c1"], partitions: ["agency=Gabon"],
+                                                 collections: ["reports"])
+            opening.deviceRow = deviceRow
+            let (alone, mixed) = Self.oneTripPlans()
+            let flag = deviceRow ? "t" : "f"
+            let one = try #require(alone.finished(opening: opening).first)
+            #expect(one.description.contains("device_row =>") && one.binds.last == flag, "\(one.binds)")
+            let three = mixed.finished(opening: opening)
+            #expect(three[0].description.contains("app.open_first_push") && three[0].binds.last == flag, "\(three[0].binds)")
+            #expect(three.dropFirst().allSatisfy { $0.binds.last == "t" })
+            #expect(alone.finished()[0].binds.last == "t")
+        }
     }
 
     /// New documents of one collection go as one JSON array parameter, written from their
