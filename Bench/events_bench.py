@@ -37,8 +37,8 @@ import uuid
 
 import psycopg2
 
-from bench_support import https_session, pct
-from proc_counters import TICK, processes, read_pid, stat, status_kb
+from bench_support import https_session, pct, settle
+from proc_counters import TICK, family_ticks, processes, read_pid, stat, status_kb
 
 URL = os.environ["TIDEWAY_BENCH_URL"]
 CA = os.environ["TIDEWAY_BENCH_CA"]
@@ -287,12 +287,7 @@ def cpu_seconds():
     """CPU seconds so far of this stack's server processes, part by part, and of this bench's
     subscriber processes (its children), from the processes' own counters."""
     table = processes()  # pid: (parent, own ticks, ticks of its reaped children)
-
-    def family(pid, reaped=False):
-        if pid not in table:
-            return 0
-        return table[pid][1] + (table[pid][2] if reaped else 0) + sum(t[1] for t in table.values() if t[0] == pid)
-
+    family = lambda pid, reaped=False: family_ticks(table, pid, reaped)  # noqa: E731
     run = os.path.join(STATE, "run")
     ticks = {"nginx": sum(family(read_pid(os.path.join(run, f))) for f in os.listdir(run) if NGINX_PID.fullmatch(f)),
              "workers": sum(family(read_pid(os.path.join(run, f))) for f in os.listdir(run) if re.fullmatch(r"worker-\d+\.pid", f)),
@@ -331,38 +326,6 @@ def subscribers_policy(policy):
                 os.sched_setscheduler(int(pid), policy, os.sched_param(0))
             except OSError:
                 pass
-
-
-def settle():
-    """Lets the work the earlier benches left behind end before the window: VACUUM ANALYZE
-    (the reports the write benches inserted, which an autovacuum worker would otherwise
-    vacuum during the pushes), then waits until no autovacuum worker runs and the job runner
-    and PostgreSQL are idle (under 5% of a core over 3 s; the job runner folds new reports
-    into the summaries). The window still counts whatever runs in it."""
-    started = time.time()
-    db = psycopg2.connect(ADMIN_DB)
-    try:
-        db.autocommit = True
-        cur = db.cursor()
-        cur.execute("vacuum analyze")
-        vacuumed = time.time() - started
-        quiet = None
-        while time.time() - started < 180:
-            cur.execute("select count(*) from pg_stat_activity where backend_type = 'autovacuum worker'")
-            vacuuming = cur.fetchone()[0]
-            before = cpu_seconds()
-            time.sleep(3)
-            after = cpu_seconds()
-            busy = sum(after[p] - before[p] for p in ("jobs", "PostgreSQL")) / 3
-            if not vacuuming and busy < 0.05:
-                quiet = busy
-                break
-    finally:
-        db.close()
-    state = (f"job runner and PostgreSQL at {quiet:.1%} of a core" if quiet is not None
-             else "NOT quiet within 180 s (the window counts what still ran)")
-    print(f"settled before the streams: VACUUM ANALYZE {vacuumed:.0f} s, then {state}, "
-          f"{time.time() - started:.0f} s in all")
 
 
 def open_streams(logins):
@@ -409,7 +372,7 @@ def carries(line, agency, report):
 
 
 def main():
-    settle()
+    settle(ADMIN_DB, STATE, "the streams")
     per_agency = 10
     users = [make_user(a) for a in AGENCIES for _ in range(per_agency)]
     writer = {a: writer_session(make_user(a)["accessToken"]) for a in AGENCIES}

@@ -38,6 +38,15 @@ def processes():
     return table
 
 
+def family_ticks(table, pid, reaped=False):
+    """Clock ticks of `pid` and of its children now alive, from a processes() table (0 when
+    it is not there); with `reaped`, its reaped children's too (PostgreSQL's postmaster
+    reaps every backend that has ended)."""
+    if pid not in table:
+        return 0
+    return table[pid][1] + (table[pid][2] if reaped else 0) + sum(t[1] for t in table.values() if t[0] == pid)
+
+
 def threads_ns(pid):
     """CPU nanoseconds so far of every thread of `pid` (0 once it is gone): the scheduler's
     own counter, finer than clock ticks, for costs of a few milliseconds."""

@@ -5,7 +5,9 @@ CPU per operation from the processes' own counters (/proc/<pid>/stat utime+stime
 workers, nginx and every PostgreSQL process, the postmaster's reaped children included).
 Bounded in count and time; prints one table; never fails on numbers. BENCH_PATHS (below)
 measures only some paths, for before/after runs of one change (run it directly, with the
-variables Bench/22-reads.sh sets; BENCH_PATHS=blob alone also prints each pair of legs)."""
+variables Bench/22-reads.sh sets; BENCH_PATHS=blob alone also prints each pair of legs).
+The rows run on a settled stack (bench_support.settle); before them, on a stack started
+less than AFTER_START s ago, the "start" path times write -> event until then."""
 import base64
 import json
 import os
@@ -28,7 +30,7 @@ import psycopg2.extensions
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pull_sql as pullsql  # noqa: E402
-from bench_support import https_session, pct, signed_in  # noqa: E402
+from bench_support import https_session, pct, settle, signed_in  # noqa: E402
 from proc_counters import TICK, stat, status_kb  # noqa: E402
 
 URL = os.environ["TIDEWAY_BENCH_URL"]
@@ -45,9 +47,15 @@ ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 BLOB_PAIRS = 2 * ROUNDS
 BLOB_LEG_SECONDS = 2
 # The paths to measure (BENCH_PATHS=full,changed measures only the pulls); all by default.
-PATHS = ("full", "changed", "idle", "event", "blob", "memory")
+PATHS = ("start", "full", "changed", "idle", "event", "blob", "memory")
 SELECTED = [p.strip() for p in os.environ.get("BENCH_PATHS", ",".join(PATHS)).split(",") if p.strip()]
 assert set(SELECTED) <= set(PATHS), f"BENCH_PATHS: each of {', '.join(PATHS)}"
+# The rows measure a settled stack (bench_support.settle), as Bench/events_bench.py does;
+# what a start leaves is the "start" path's figure of its own: write -> event until
+# PostgreSQL is AFTER_START s old. BENCH_SETTLE=0 runs the rows as they ran before the
+# seventeenth round (no settling), for before/after runs of the method.
+AFTER_START = float(os.environ.get("BENCH_AFTER_START", "75"))
+SETTLE = os.environ.get("BENCH_SETTLE", "1") != "0"
 
 
 # --- the processes' own counters
@@ -137,6 +145,11 @@ def admin_sql(query, args=()):
     with psycopg2.connect(ADMIN) as conn, conn.cursor() as cur:
         cur.execute(query, args)
         return cur.fetchall() if cur.description else None
+
+
+def since_start():
+    """Seconds since this stack's PostgreSQL started (make bench starts it anew)."""
+    return admin_sql("select extract(epoch from now() - pg_postmaster_start_time())::float")[0][0]
 
 
 def clock():
@@ -328,6 +341,38 @@ def lone_write_and_event(writer, sub, rid):
     while len(sub.arrivals) == seen and time.time() < deadline:
         time.sleep(0.0002)
     return sent, acked, (sub.arrivals[seen] if len(sub.arrivals) > seen else None)
+
+
+def bench_after_start(api):
+    """Write -> event during a start's first AFTER_START s, the event row's step 20 ms apart
+    from now until then: what the rows, measured on a settled stack, no longer hold. After
+    a start, autovacuum's first pass (~40-50 s) writes while the commits wait for the disk's
+    flush (docs/performance/round-17-settled.md, "The read rows on a settled stack"). None
+    when the stack is older than that (a run against a stack that has been up)."""
+    left = AFTER_START - since_start()
+    if left <= 0:
+        return None
+    sub, writer = subscribed(api)
+    latencies, acks, created = [], [], []
+    began = since_start()
+    deadline = time.time() + left
+    while time.time() < deadline:
+        rid = f"bench-st-{uuid.uuid4().hex[:16]}"
+        created.append(rid)
+        sent, acked, received = lone_write_and_event(writer, sub, rid)
+        acks.append((acked - sent) * 1000)
+        if received:
+            latencies.append((received[0] - sent) * 1000)
+        time.sleep(0.02)
+    sub.stop = True
+    ended = since_start()
+    admin_sql("delete from sync.reports where id = any(%s)", (created,))
+    vacuumed, analyzed = admin_sql(
+        "select count(*) filter (where last_autovacuum >= pg_postmaster_start_time()), "
+        "count(*) filter (where last_autoanalyze >= pg_postmaster_start_time()) from pg_stat_all_tables")[0]
+    return dict(n=len(latencies), writes=len(created), began=began, ended=ended, p50=pct(latencies, .5),
+                p99=pct(latencies, .99), max=max(latencies, default=float("nan")), ack_p50=pct(acks, .5),
+                ack_p99=pct(acks, .99), vacuumed=vacuumed, analyzed=analyzed)
 
 
 # Uncounted writes before the event row's 200 (both legs). 0 since the servers warm themselves
@@ -536,7 +581,19 @@ def main():
     api = Api()
     print(f"agency {AGENCY}: {admin_sql('select count(*) from sync.reports where partition = %s and not deleted', (PARTITION,))[0][0]} reports, "
           f"average {admin_sql('select avg(length(doc::text))::int from sync.reports where partition = %s', (PARTITION,))[0][0]} bytes of JSON")
-    run = lambda path, bench, *args: bench(api, *args) if path in SELECTED else None
+    def run(path, bench, *args):
+        if path not in SELECTED:
+            return None
+        # When each row runs, in seconds after PostgreSQL's start, to set beside its log
+        # (autovacuum's first pass runs ~40-50 s after a start: docs/performance/round-16.md,
+        # "No JIT in Tideway's sessions, and the stall after a start").
+        print(f"{path}: from +{since_start():.0f} s after PostgreSQL's start", flush=True)
+        result = bench(api, *args)
+        print(f"{path}: to +{since_start():.0f} s", flush=True)
+        return result
+    start = run("start", bench_after_start) if SETTLE else None
+    if SETTLE:
+        settle(ADMIN, STATE, "the rows")
     full = run("full", bench_full_pull)
     changed = run("changed", bench_changed_pull)
     # The later paths start from the cursor the changed pull began at (or the partition's end).
@@ -557,6 +614,14 @@ def main():
     ms = lambda s: f"{s * 1000:.1f} ms"
     spread = lambda r: f"{100 * r['median']:.0f}% ({100 * r['low']:.0f}-{100 * r['high']:.0f}%)"
     rows = []
+    if start:
+        rows += [
+            (f"write -> event, +{start['began']:.0f}-{start['ended']:.0f} s after a start ({start['n']}/{start['writes']})",
+             f"p50 {start['p50']:.1f}, p99 {start['p99']:.1f}, max {start['max']:.0f} ms",
+             f"autovacuum: {start['vacuumed']} tables vacuumed, {start['analyzed']} analyzed", "",
+             "(the rows below: settled)"),
+            (f"  write acknowledged in it", f"p50 {start['ack_p50']:.1f} ms, p99 {start['ack_p99']:.1f} ms", "", "", ""),
+        ]
     if full:
         rows += [
             (f"full pull, {full['changes']} changes ({full['bytes'] / 1e6:.1f} MB gzip)", f"{ms(full['wall'])}; CPU {ms(full['cpu'])}",
