@@ -30,8 +30,8 @@ umask 077
 new_key() {
     local tmp
     tmp=$(mktemp "$dir/.new.XXXXXX")
-    openssl rand 80 >"$tmp"
-    [[ $(stat -c %s "$tmp") == 80 ]] || { rm -f "$tmp"; die "openssl rand gave no 80-byte key"; }
+    head -c 80 /dev/urandom >"$tmp"
+    [[ $(stat -c %s "$tmp") == 80 ]] || { rm -f "$tmp"; die "no 80 random bytes from /dev/urandom"; }
     echo "$tmp"
 }
 

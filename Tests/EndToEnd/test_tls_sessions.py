@@ -21,7 +21,8 @@ from conftest import CA, STATE, URL
 HOST = urllib.parse.urlsplit(URL).hostname
 PORT = urllib.parse.urlsplit(URL).port or 443
 KEYS = os.path.join(STATE, "tls", "session-tickets")
-STACK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Deploy", "dev", "stack.sh")
+DEPLOY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Deploy")
+STACK = os.path.join(DEPLOY, "dev", "stack.sh")
 VERSIONS = {"1.3": ssl.TLSVersion.TLSv1_3, "1.2": ssl.TLSVersion.TLSv1_2}
 
 
@@ -153,6 +154,23 @@ def test_the_ticket_keys_are_private_and_random():
         keys.append(key(name))
         assert len(keys[-1]) == 80, path  # nginx's 80-byte form: name, HMAC and AES-256 keys
     assert len(set(keys)) == 3
+
+
+def test_making_the_keys_again_keeps_them_and_puts_their_modes_right(tmp_path):
+    folder = tmp_path / "tickets"
+    subprocess.run([os.path.join(DEPLOY, "tls-ticket-keys.sh"), "make", str(folder)], check=True)
+    made = {name: (folder / f"{name}.key").read_bytes() for name in ("current", "next", "previous")}
+    os.chmod(folder, 0o755)
+    os.chmod(folder / "next.key", 0o644)
+    (folder / "previous.key").unlink()
+    subprocess.run([os.path.join(DEPLOY, "tls-ticket-keys.sh"), "make", str(folder)], check=True)
+    assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(folder / "next.key").st_mode) == 0o600
+    assert (folder / "current.key").read_bytes() == made["current"]
+    assert (folder / "next.key").read_bytes() == made["next"]
+    remade = (folder / "previous.key").read_bytes()
+    assert len(remade) == 80 and remade not in made.values()
+    assert sorted(p.name for p in folder.iterdir()) == ["current.key", "next.key", "previous.key"]
 
 
 def test_a_rotation_keeps_the_tickets_issued_before_it_and_encrypts_under_the_next_key():
