@@ -36,9 +36,23 @@ def masters():
     return found
 
 
-def workers(master):
+def children(master):
     with open(f"/proc/{master}/task/{master}/children") as f:
-        return {int(pid) for pid in f.read().split()}
+        return [int(pid) for pid in f.read().split()]
+
+
+def workers(master):
+    """The master's worker processes that accept connections: not those a reload told to
+    finish ("worker process is shutting down": they closed their listening sockets)."""
+    serving = set()
+    for pid in children(master):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"shutting down" not in f.read():
+                    serving.add(pid)
+        except OSError:
+            pass  # gone meanwhile
+    return serving
 
 
 def instance_holding(client_port):
@@ -53,13 +67,13 @@ def instance_holding(client_port):
                 if local_port == PORT and remote_port == client_port:
                     inodes.add(f"socket:[{fields[9]}]")
     for number, master in masters().items():
-        for pid in workers(master):
+        for pid in children(master):
             for fd in os.listdir(f"/proc/{pid}/fd"):
                 try:
                     if os.readlink(f"/proc/{pid}/fd/{fd}") in inodes:
                         return number
                 except OSError:
-                    pass  # closed meanwhile
+                    pass  # closed meanwhile: not ours, which stays open
     raise AssertionError(f"no nginx worker holds the connection from port {client_port}")
 
 
@@ -119,9 +133,9 @@ def key(name):
 
 
 def rotate():
-    """`stack.sh rotate-tickets`, then waits until every instance runs a worker started
-    after it (the reload is asynchronous) and the old workers are gone (up to 15 s: an old
-    worker finishes its requests first)."""
+    """`stack.sh rotate-tickets`, then waits until every instance's accepting workers are
+    new ones (the reload is asynchronous; an old worker finishes what it holds, event
+    streams included, but accepts nothing more)."""
     before = {n: workers(m) for n, m in masters().items()}
     subprocess.run([STACK, "rotate-tickets"], env={**os.environ, "STATE": STATE}, check=True,
                    capture_output=True, timeout=60)
