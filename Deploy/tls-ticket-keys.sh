@@ -14,7 +14,7 @@
 #   tls-ticket-keys.sh rotate DIR   previous <- current <- next <- a new key; reload every
 #                                   nginx instance after it (nginx reads the files at a reload)
 #
-# Production: DIR is /etc/tideway/tls-tickets, rotated daily by tideway-tls-tickets.timer
+# Production: DIR is /etc/tideway/tls-tickets, rotated by tideway-tls-tickets.service
 # (Deploy/systemd), which reloads the instances itself. The dev stack: $STATE/tls/session-tickets
 # (`Deploy/dev/stack.sh up` makes them, `stack.sh rotate-tickets` rotates and reloads).
 # Every step renames a complete file over another, so an interrupted rotation leaves three
