@@ -134,8 +134,8 @@ def key(name):
 
 def rotate():
     """`stack.sh rotate-tickets`, then waits until every instance's accepting workers are
-    new ones (the reload is asynchronous; an old worker finishes what it holds, event
-    streams included, but accepts nothing more)."""
+    new ones (the reload is asynchronous; an old worker may still finish requests in hand,
+    but accepts nothing more)."""
     before = {n: workers(m) for n, m in masters().items()}
     subprocess.run([STACK, "rotate-tickets"], env={**os.environ, "STATE": STATE}, check=True,
                    capture_output=True, timeout=60)
