@@ -11,6 +11,9 @@
 #   LISTEN_ADDRS  "* [::]"     addresses to listen on, space separated
 #   TLS_CERT      /etc/letsencrypt/live/$SERVER_NAME/fullchain.pem
 #   TLS_KEY       /etc/letsencrypt/live/$SERVER_NAME/privkey.pem
+#   TLS_TICKETS   /etc/tideway/tls-tickets   the session-ticket keys every instance shares
+#                 (current.key, next.key, previous.key; made and rotated by
+#                 Deploy/tls-ticket-keys.sh; docs/operations.md, "TLS sessions")
 #   RUN_DIR       /run/tideway               (worker-N.sock live here)
 #   WORKERS       2
 #   STATIC_DIR    /opt/tideway/Static
@@ -40,6 +43,7 @@ HTTP_PORT=${HTTP_PORT:-80}
 LISTEN_ADDRS=${LISTEN_ADDRS:-"* [::]"}
 TLS_CERT=${TLS_CERT:-/etc/letsencrypt/live/$SERVER_NAME/fullchain.pem}
 TLS_KEY=${TLS_KEY:-/etc/letsencrypt/live/$SERVER_NAME/privkey.pem}
+TLS_TICKETS=${TLS_TICKETS:-/etc/tideway/tls-tickets}
 RUN_DIR=${RUN_DIR:-/run/tideway}
 WORKERS=${WORKERS:-2}
 STATIC_DIR=${STATIC_DIR:-/opt/tideway/Static}
@@ -55,6 +59,12 @@ NGINX_INSTANCE=${NGINX_INSTANCE:-1}
 # would send every event twice.
 [[ -z $NCHAN_REDIS || $NGINX_INSTANCES == 1 ]] ||
     { echo "render-nginx.sh: NCHAN_REDIS takes one nginx instance (NGINX_INSTANCES=1)" >&2; exit 1; }
+
+# nginx refuses to start without them; say how they are made instead.
+for name in current next previous; do
+    [[ -s $TLS_TICKETS/$name.key ]] ||
+        { echo "render-nginx.sh: no $TLS_TICKETS/$name.key: run Deploy/tls-ticket-keys.sh make $TLS_TICKETS" >&2; exit 1; }
+done
 
 # "http2 on;" exists from nginx 1.25.1; older versions (Debian 12 has 1.22)
 # only know the "http2" flag of listen.
@@ -122,6 +132,7 @@ conf=${conf//@SERVER_NAME@/$SERVER_NAME}
 conf=${conf//@HTTPS_PORT_SUFFIX@/$port_suffix}
 conf=${conf//@TLS_CERT@/$TLS_CERT}
 conf=${conf//@TLS_KEY@/$TLS_KEY}
+conf=${conf//@TLS_TICKETS@/$TLS_TICKETS}
 conf=${conf//@STATIC_DIR@/$STATIC_DIR}
 conf=${conf//@BLOB_ROOT@/$BLOB_ROOT}
 conf=${conf//@RUN_DIR@/$RUN_DIR}

@@ -2,10 +2,12 @@
 # The dev stack: a private PostgreSQL cluster, FastCGI workers under
 # supervise.sh, and nginx with TLS, all living in $STATE.
 #
-#   stack.sh up | down | status | pg-up | migrate | tls | psql [psql args]
+#   stack.sh up | down | status | pg-up | migrate | tls | rotate-tickets | psql [psql args]
 #
 #   up      start what is not running yet (safe to repeat)
-#   tls     only the dev CA and the server certificate (in $TLS_DIR)
+#   tls     only the dev CA, the server certificate and the session-ticket keys (in $TLS_DIR)
+#   rotate-tickets  a new session-ticket key (Deploy/tls-ticket-keys.sh rotate), then a
+#           reload of every running nginx instance
 #   down    stop what this $STATE started: nginx, workers, PostgreSQL
 #   status  show what runs
 #   pg-up   only the cluster and the tideway database (no schema), for tests
@@ -30,8 +32,9 @@
 #   LISTEN_ADDRS     nginx's addresses (default 127.0.0.1 and ::1)
 #   STACK_URL        where `up` checks /healthz (https://localhost:$HTTPS_PORT)
 #   PUBLIC_URL       the workers' TIDEWAY_PUBLIC_URL ($STACK_URL)
-#   TLS_DIR          CA and server certificate ($STATE/tls); TLS_SAN adds names to the
-#                    certificate, e.g. "IP:10.77.0.11"
+#   TLS_DIR          CA, server certificate and session-ticket keys ($STATE/tls; the
+#                    cluster's nodes share one, so a client resumes on either); TLS_SAN adds
+#                    names to the certificate, e.g. "IP:10.77.0.11"
 #   BLOB_ROOT        photo bytes ($STATE/blobs), a folder every node reaches
 #   NCHAN_REDIS      Redis URL for nchan (Deploy/render-nginx.sh)
 #   NGINX_WORKERS    nginx worker processes (1; see nginx_conf: more crash nchan 1.3.6)
@@ -66,6 +69,7 @@ WORKER=$bin_dir/tideway-worker
 pg_bin=/usr/lib/postgresql/15/bin
 nginx=$(command -v nginx || echo /usr/sbin/nginx)
 run=$STATE/run logs=$STATE/log pgdata=$STATE/pg tls=${TLS_DIR:-$STATE/tls}
+tickets=$tls/session-tickets
 ngx_dir=$STATE/nginx
 url=${STACK_URL:-https://localhost:$HTTPS_PORT}
 public_url=${PUBLIC_URL:-$url}
@@ -196,6 +200,8 @@ make_tls() {
                 "basicConstraints=CA:FALSE" "extendedKeyUsage=serverAuth")
         rm -f "$tls/server.csr"
     fi
+    # Shared by every nginx instance (and the cluster's nodes): docs/operations.md, "TLS sessions".
+    "$repo/Deploy/tls-ticket-keys.sh" make "$tickets"
 }
 
 workers_up() {
@@ -316,7 +322,7 @@ CONF
         ! grep -q ' lo$' /proc/net/if_inet6 2>/dev/null || listen+=" [::1]"
     fi
     SERVER_NAME=localhost HTTPS_PORT=$HTTPS_PORT HTTP_PORT=$HTTP_PORT LISTEN_ADDRS=$listen \
-        TLS_CERT=$tls/server.crt TLS_KEY=$tls/server.key RUN_DIR=$run WORKERS=$WORKERS \
+        TLS_CERT=$tls/server.crt TLS_KEY=$tls/server.key TLS_TICKETS=$tickets RUN_DIR=$run WORKERS=$WORKERS \
         STATIC_DIR=$repo/Static BLOB_ROOT=$blobs NGINX=$nginx TRUSTED_PROXIES=${TRUSTED_PROXIES-127.0.0.1} \
         NGINX_INSTANCES=$NGINX_INSTANCES NGINX_INSTANCE=$instance \
         "$repo/Deploy/render-nginx.sh" >"$dir/tideway.conf"
@@ -349,19 +355,36 @@ nginx_up() {
     done
 }
 
-# Stops every running instance from number $1 on.
-nginx_down() {
-    local f i pid
+# The numbers of the instances running now, from number $1 on.
+nginx_running() {
+    local f i
     for f in "$run/nginx.pid" "$run"/nginx-*.pid; do
         [[ -e $f ]] || continue
         i=${f##*/nginx} i=${i%.pid} i=${i#-} i=${i:-1}
         ((i >= $1)) || continue
-        if running "$f" "$(ngx_dir_of "$i")/"; then
-            say "stopping nginx $i"
-            pid=$(<"$f")
-            nginx_ctl "$i" -s quit
-            wait_gone "$pid"
-        fi
+        ! running "$f" "$(ngx_dir_of "$i")/" || echo "$i"
+    done
+}
+
+# Stops every running instance from number $1 on.
+nginx_down() {
+    local i pid
+    for i in $(nginx_running "$1"); do
+        say "stopping nginx $i"
+        pid=$(<"$(ngx_pid_of "$i")")
+        nginx_ctl "$i" -s quit
+        wait_gone "$pid"
+    done
+}
+
+# A rotation of the session-ticket keys, then every running instance reloaded to read them
+# (their order does not matter: each already accepts the key the others now encrypt with).
+cmd_rotate_tickets() {
+    local i
+    "$repo/Deploy/tls-ticket-keys.sh" rotate "$tickets"
+    for i in $(nginx_running 1); do
+        say "reloading nginx $i"
+        nginx_ctl "$i" -s reload
     done
 }
 
@@ -490,6 +513,7 @@ case ${1:-} in
     pg-up) pg_up ;;
     migrate) migrate_and_seed ;;
     tls) make_tls ;;
+    rotate-tickets) cmd_rotate_tickets ;;
     psql) shift; psql_super tideway "$@" ;;
-    *) die "usage: stack.sh up|down|status|pg-up|migrate|tls|psql" ;;
+    *) die "usage: stack.sh up|down|status|pg-up|migrate|tls|rotate-tickets|psql" ;;
 esac
