@@ -4,19 +4,18 @@ session-ticket keys too (Deploy/tls-ticket-keys.sh, the site's ssl_session_ticke
 so a client coming back with its session resumes wherever it lands, and a rotation of the
 keys keeps the tickets issued before it (docs/operations.md, "TLS sessions"). Which instance
 holds a connection is read from /proc: the nginx worker whose descriptors hold its socket."""
-import glob
 import os
 import re
 import socket
 import ssl
 import stat
 import subprocess
-import time
 import urllib.parse
 
 import pytest
 
 from conftest import CA, STATE, URL
+from nginx_instances import children, masters, reloaded
 
 HOST = urllib.parse.urlsplit(URL).hostname
 PORT = urllib.parse.urlsplit(URL).port or 443
@@ -24,35 +23,6 @@ KEYS = os.path.join(STATE, "tls", "session-tickets")
 DEPLOY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Deploy")
 STACK = os.path.join(DEPLOY, "dev", "stack.sh")
 VERSIONS = {"1.3": ssl.TLSVersion.TLSv1_3, "1.2": ssl.TLSVersion.TLSv1_2}
-
-
-def masters():
-    """{instance number: its master's pid}, from run/nginx.pid and run/nginx-N.pid."""
-    found = {}
-    for path in glob.glob(os.path.join(STATE, "run", "nginx*.pid")):
-        number = re.fullmatch(r"nginx(?:-(\d+))?\.pid", os.path.basename(path)).group(1)
-        with open(path) as f:
-            found[int(number or 1)] = int(f.read().strip())
-    return found
-
-
-def children(master):
-    with open(f"/proc/{master}/task/{master}/children") as f:
-        return [int(pid) for pid in f.read().split()]
-
-
-def workers(master):
-    """The master's worker processes that accept connections: not those a reload told to
-    finish ("worker process is shutting down": they closed their listening sockets)."""
-    serving = set()
-    for pid in children(master):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if b"shutting down" not in f.read():
-                    serving.add(pid)
-        except OSError:
-            pass  # gone meanwhile
-    return serving
 
 
 def instance_holding(client_port):
@@ -133,19 +103,9 @@ def key(name):
 
 
 def rotate():
-    """`stack.sh rotate-tickets`, then waits until every instance's accepting workers are
-    new ones (the reload is asynchronous; an old worker may still finish requests in hand,
-    but accepts nothing more)."""
-    before = {n: workers(m) for n, m in masters().items()}
-    subprocess.run([STACK, "rotate-tickets"], env={**os.environ, "STATE": STATE}, check=True,
-                   capture_output=True, timeout=60)
-    deadline = time.time() + 15
-    while time.time() < deadline:
-        now = {n: workers(m) for n, m in masters().items()}
-        if all(now[n] and not now[n] & before[n] for n in before):
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"nginx did not reload: workers {before} then {now}")
+    """`stack.sh rotate-tickets`: a new key, then every instance reloaded."""
+    reloaded(lambda: subprocess.run([STACK, "rotate-tickets"], env={**os.environ, "STATE": STATE}, check=True,
+                                    capture_output=True, timeout=60))
 
 
 @pytest.mark.skipif(len(masters()) < 2, reason="the stack runs one nginx instance")

@@ -1,0 +1,58 @@
+"""The test stack's nginx instances, read from their pid files and /proc: each one's master,
+the workers that accept connections, and a reload of them all that waits until it took."""
+import glob
+import os
+import re
+import signal
+import time
+
+from conftest import STATE
+
+
+def masters():
+    """{instance number: its master's pid}, from run/nginx.pid and run/nginx-N.pid."""
+    found = {}
+    for path in glob.glob(os.path.join(STATE, "run", "nginx*.pid")):
+        number = re.fullmatch(r"nginx(?:-(\d+))?\.pid", os.path.basename(path)).group(1)
+        with open(path) as f:
+            found[int(number or 1)] = int(f.read().strip())
+    return found
+
+
+def children(master):
+    with open(f"/proc/{master}/task/{master}/children") as f:
+        return [int(pid) for pid in f.read().split()]
+
+
+def workers(master):
+    """The master's worker processes that accept connections: not those a reload told to
+    finish ("worker process is shutting down": they closed their listening sockets)."""
+    serving = set()
+    for pid in children(master):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"shutting down" not in f.read():
+                    serving.add(pid)
+        except OSError:
+            pass  # gone meanwhile
+    return serving
+
+
+def reloaded(action):
+    """Runs `action` (it reloads every instance), then waits until every instance's accepting
+    workers are new ones (a reload is asynchronous; an old worker may still finish requests
+    in hand, but accepts nothing more)."""
+    before = {n: workers(m) for n, m in masters().items()}
+    action()
+    deadline = time.time() + 15
+    while time.time() < deadline:
+        now = {n: workers(m) for n, m in masters().items()}
+        if all(now[n] and not now[n] & before[n] for n in before):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"nginx did not reload: workers {before} then {now}")
+
+
+def reload():
+    """Every instance reloaded (its master's SIGHUP, what `nginx -s reload` sends)."""
+    reloaded(lambda: [os.kill(master, signal.SIGHUP) for master in masters().values()])
