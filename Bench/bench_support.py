@@ -54,7 +54,7 @@ def median_time(fn, runs):
 def settle(admin_dsn, state, before, limit=180):
     """Lets the work that came before end, so that what follows measures a stack in steady
     state: VACUUM ANALYZE (what earlier writes left, which autovacuum would otherwise do
-    during the measurement, and, after a start, its first pass: docs/performance/round-17-settled.md,
+    during the measurement, and, after a start, its first pass: docs/performance/round-17.md,
     "The read rows on a settled stack"), a CHECKPOINT (the pages that vacuum dirtied, which
     the kernel would otherwise write back ~30 s later, while the commits wait for their
     flush), then waits until no autovacuum worker runs and the job runner and PostgreSQL are

@@ -1,4 +1,4 @@
-"""The write limit's two clocks alternated (docs/performance/round-17-devicerow.md, "The
+"""The write limit's two clocks alternated (docs/performance/round-17.md, "The
 limit's clock taken as the push takes it"): Bench/writes_bench.py's pgbench INSERT as it is
 (`ticks`: one app.ticks call per statement, its notification naming the clock, as a push's)
 and as it was until the seventeenth round (`tick`: app.tick per row, a notification naming

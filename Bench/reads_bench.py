@@ -347,7 +347,7 @@ def bench_after_start(api):
     """Write -> event during a start's first AFTER_START s, the event row's step 20 ms apart
     from now until then: what the rows, measured on a settled stack, no longer hold. After
     a start, autovacuum's first pass (~40-50 s) writes while the commits wait for the disk's
-    flush (docs/performance/round-17-settled.md, "The read rows on a settled stack"). None
+    flush (docs/performance/round-17.md, "The read rows on a settled stack"). None
     when the stack is older than that (a run against a stack that has been up)."""
     left = AFTER_START - since_start()
     if left <= 0:

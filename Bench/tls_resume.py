@@ -1,5 +1,5 @@
 """nginx's CPU per new TLS connection, a full handshake against a resumed one, and how many
-resumptions fail when several nginx instances share the port (docs/performance/round-17-ticketkey.md).
+resumptions fail when several nginx instances share the port (docs/performance/round-17.md).
 
 Each connection is a returning client's: a TCP connect, the TLS handshake, `HEAD
 /static/live.js` (served by nginx alone, no access log), and the close. Modes:

@@ -253,7 +253,7 @@ def pg_script(tok, doc, batch, prefix):
     publisher reads nothing for it, as for a push (docs/performance/round-16.md, "A thin event
     without a read"). Until the seventeenth round it took app.tick per row, whose notification
     names no clock, and the limit paid a publisher's read that a push no longer does
-    (docs/performance/round-17-devicerow.md, "The limit's clock taken as the push takes it")."""
+    (docs/performance/round-17.md, "The limit's clock taken as the push takes it")."""
     literal = json.dumps(doc).replace("'", "''")
     facts = facts_columns()
     return (

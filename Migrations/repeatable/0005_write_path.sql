@@ -260,7 +260,7 @@ $$;
 --
 -- `device_row` false: the worker wrote this device's row less than a minute ago with the
 -- same app version (Sync/DevicePushes.swift), so the row is left as it is: its last push is
--- a minute coarse, as the back office shows it (docs/performance/round-17-devicerow.md, "The
+-- a minute coarse, as the back office shows it (docs/performance/round-17.md, "The
 -- device's row a minute coarse"). The previous release's workers call without it (the
 -- five arguments), and their call goes here: the five-argument form is dropped, else
 -- their call would match both.

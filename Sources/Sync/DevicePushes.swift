@@ -6,7 +6,7 @@ import Web
 /// app version, which the sync inspector and a user's page show, to the minute), so that a
 /// push writes it only when a minute has passed since, or when it carries an app version
 /// the row was not last written with. A lone push then mostly skips app.note_device_push
-/// (~0.04 ms of PostgreSQL, docs/performance/round-17-devicerow.md, "The device's row a
+/// (~0.04 ms of PostgreSQL, docs/performance/round-17.md, "The device's row a
 /// minute coarse"), as a pull skips its device record (`DevicePulls`).
 ///
 /// Nothing in a push reads the row (the first-push check reads the push log; the history
