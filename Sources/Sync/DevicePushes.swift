@@ -22,9 +22,7 @@ final class DevicePushes: Sendable {
         let clientID: String
 
         init(digest: [UInt8], clientID: String) {
-            // 64 bits of the hash: a collision of two logins with the same clientId only
-            // delays one row by a minute.
-            login = digest.prefix(8).reduce(0) { $0 << 8 | Int($1) }
+            login = Tokens.memoryKey(digest)
             self.clientID = clientID
         }
     }

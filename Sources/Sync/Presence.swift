@@ -30,8 +30,7 @@ public final class Presence: Sendable {
     func due(_ context: RequestContext, digest known: [UInt8]? = nil) -> Bool {
         guard let token = context.bearerToken else { return false }
         let digest = known ?? Tokens.digest(token)
-        // 64 bits of the hash: a collision only delays one login's touch by `interval`.
-        let key = digest.prefix(8).reduce(0) { $0 << 8 | Int($1) }
+        let key = Tokens.memoryKey(digest)
         let now = Date()
         let shard = lastTouch[Int(digest[8] & 15)]
         if let last = shard.seen.read({ $0[key] }), now.timeIntervalSince(last) < interval { return false }

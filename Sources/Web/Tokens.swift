@@ -12,6 +12,11 @@ public enum Tokens {
     /// (the idle polls' and downloads' memory, `AuthCache`).
     public static func digest(_ token: String) -> [UInt8] { Crypto.sha256(token) }
 
+    /// 64 bits of a token's digest: the key a worker's per-login memory keeps it under
+    /// (presence touches, devices' rows). A collision of two logins only delays one of them
+    /// by that memory's interval.
+    public static func memoryKey(_ digest: [UInt8]) -> Int { digest.prefix(8).reduce(0) { $0 << 8 | Int($1) } }
+
     public static func hash(_ token: String) -> SQLBytes { SQLBytes(digest(token)) }
 
     /// The first statement of an authenticated transaction: checks the token and sets the

@@ -1,5 +1,6 @@
 """The test stack's nginx instances, read from their pid files and /proc: each one's master,
-the workers that accept connections, and a reload of them all that waits until it took."""
+the workers that accept connections, a reload of them all that waits until it took, and the
+workers that died (nginx's error log)."""
 import glob
 import os
 import re
@@ -56,3 +57,17 @@ def reloaded(action):
 def reload():
     """Every instance reloaded (its master's SIGHUP, what `nginx -s reload` sends)."""
     reloaded(lambda: [os.kill(master, signal.SIGHUP) for master in masters().values()])
+
+
+ERROR_LOG = os.path.join(STATE or "", "log", "nginx-error.log")
+
+
+def error_log_size():
+    return os.path.getsize(ERROR_LOG)
+
+
+def worker_deaths_since(offset):
+    """The error log's lines, from byte `offset` on, of a worker that died ("exited on signal")."""
+    with open(ERROR_LOG, "rb") as f:
+        f.seek(offset)
+        return [line for line in f.read().decode(errors="replace").splitlines() if "exited on signal" in line]

@@ -6,26 +6,15 @@ checkpoints). Streams of many logins open, close and reconnect while some logins
 (their channel deleted, then subscribed again at once by the reconnect); then nginx's error
 log must name no worker that "exited on signal". Bench/nchan_churn.py stresses nchan alone
 the same way, harder."""
-import os
 import random
 import threading
 import time
 
-from conftest import STATE, admin_db, api, login, new_user
+from conftest import admin_db, api, login, new_user
+from nginx_instances import error_log_size, worker_deaths_since
 from test_events import Stream
 
-ERROR_LOG = os.path.join(STATE or "", "log", "nginx-error.log")
 CHURN_SECONDS = 10
-
-
-def error_log_size():
-    return os.path.getsize(ERROR_LOG)
-
-
-def worker_deaths_since(offset):
-    with open(ERROR_LOG, "rb") as f:
-        f.seek(offset)
-        return [line for line in f.read().decode(errors="replace").splitlines() if "exited on signal" in line]
 
 
 def test_streams_reconnecting_through_revocations_kill_no_nginx_worker():
