@@ -5,6 +5,7 @@ exports where it is. The tests run in file order: the last one promotes the repl
 """
 import os
 import queue
+import socket
 import statistics
 import subprocess
 import threading
@@ -72,10 +73,13 @@ def percentile(values, p):
 class Stream:
     """An SSE stream on one node, read on a thread; events (with the time they came) to a queue."""
 
-    def __init__(self, base, token, partitions):
+    def __init__(self, base, token, partitions, last_event_id=None):
         query = "&".join("partition=" + requests.utils.quote(p, safe="") for p in partitions)
+        headers = {"Accept": "text/event-stream", "Authorization": f"Bearer {token}"}
+        if last_event_id:
+            headers["Last-Event-ID"] = last_event_id
         self.response = session().get(f"{base}/api/v1/sync/events?{query}", stream=True, timeout=(10, 120),
-                                      headers={"Accept": "text/event-stream", "Authorization": f"Bearer {token}"})
+                                      headers=headers)
         assert self.response.status_code == 200, self.response.text
         self.events = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
@@ -102,6 +106,12 @@ class Stream:
             return None
 
     def close(self):
+        # close() alone waits until the reading thread's read returns, at the next keep-alive
+        # comment (25 s): shutting the socket down ends that read at once.
+        try:
+            self.response.raw._fp.fp.raw._sock.shutdown(socket.SHUT_RDWR)
+        except (AttributeError, OSError):
+            pass
         self.response.close()
 
 
