@@ -116,6 +116,7 @@ let package = Package(
         .testTarget(name: "BoardingsTests", dependencies: ["Boardings", "TidewayJSON"], swiftSettings: strict),
         .testTarget(name: "PatrolTests", dependencies: ["Patrol"], swiftSettings: strict),
         .testTarget(name: "OperationsTests", dependencies: ["Operations", "Database"], swiftSettings: strict),
+        .testTarget(name: "EventsTests", dependencies: ["Events", "Web"], swiftSettings: strict),
         .testTarget(name: "EventPublisherTests", dependencies: ["EventPublisher"], swiftSettings: strict),
         .testTarget(name: "BackupTests", dependencies: ["Backup"], swiftSettings: strict),
         .testTarget(name: "DemoTests", dependencies: ["Demo", "Support", "TidewayJSON"], swiftSettings: strict),

@@ -1,11 +1,13 @@
 import FastCGI
+import Foundation
 import Sync
 import Web
 
 /// `GET /api/v1/sync/events?partition=…&partition=…`: authorizes a subscription, then hands
 /// the connection to nginx's nchan (`X-Accel-Redirect`), which holds it without a worker
 /// thread. The stream listens on each partition's channel and on the login's own channel
-/// (first, so that nchan's hooks name the login).
+/// (first, so that nchan's hooks name the login). A reconnect's `Last-Event-ID` is checked here
+/// (EventID) and passed on in the redirect's query (`?after=`): nchan reads no client text.
 package enum EventRoutes {
     static let maxPartitions = 50
 
@@ -24,6 +26,15 @@ package enum EventRoutes {
         for name in names where Partition(name) == nil {
             throw AppError.badRequest("not a partition: \(name)")
         }
+        // nchan takes a position from these before any Last-Event-ID, with its own parse.
+        let headers = context.request.headers
+        guard headers["if-none-match"] == nil, headers["if-modified-since"] == nil else {
+            throw AppError.badRequest("an event stream resumes from Last-Event-ID only, not If-None-Match or If-Modified-Since")
+        }
+        let partitions = Set(names).sorted()
+        // The login's channel, the partitions' and the stream's own (the template adds it).
+        let after = try EventID.start(lastEventID: headers["last-event-id"], channels: partitions.count + 2,
+                                      now: Int(Date().timeIntervalSince1970))
         // Phones send their Bearer token; the back office's pages use the session cookie.
         let (token, kind): (String, TokenKind)
         if let bearer = context.bearerToken {
@@ -40,9 +51,9 @@ package enum EventRoutes {
         guard refused.isEmpty else {
             throw AppError.forbidden("you may not read \(refused.sorted().joined(separator: ", "))")
         }
-        let channels = [EventChannels.login(caller.loginID)] + Set(names).sorted().map(EventChannels.partition)
+        let channels = [EventChannels.login(caller.loginID)] + partitions.map(EventChannels.partition)
         return HTTPResponse(status: 200, headers: [
-            ("X-Accel-Redirect", "/_events/" + channels.joined(separator: ",")),
+            ("X-Accel-Redirect", "/_events/" + channels.joined(separator: ",") + (after.map { "?after=" + $0.text } ?? "")),
             ("Cache-Control", "no-store"),
         ])
     }

@@ -1,6 +1,7 @@
 """Change events (sync-protocol.md): Server-Sent Events held by nginx's nchan, authorized
 by the workers, published from commit notifications."""
 import queue
+import socket
 import threading
 import time
 import uuid
@@ -14,9 +15,9 @@ from synclib import Client, Replica
 class Stream:
     """An open events stream read on a thread: events and the end of the stream go to a queue."""
 
-    def __init__(self, token=None, partitions=(), last_event_id=None, cookies=None):
-        query = "&".join("partition=" + requests.utils.quote(p, safe="") for p in partitions)
-        headers = {"Accept": "text/event-stream"}
+    def __init__(self, token=None, partitions=(), last_event_id=None, cookies=None, headers=None, query=""):
+        query = "&".join(["partition=" + requests.utils.quote(p, safe="") for p in partitions] + ([query] if query else []))
+        headers = {"Accept": "text/event-stream", **(headers or {})}
         if token:
             headers["Authorization"] = f"Bearer {token}"
         if last_event_id:
@@ -60,6 +61,15 @@ class Stream:
 
     def close(self):
         self.response.close()
+
+    def hang_up(self):
+        """Closes the stream at once (close() waits for the reading thread, which waits for
+        the next keep-alive comment: up to 25 s)."""
+        try:
+            self.response.raw._fp.fp.raw._sock.shutdown(socket.SHUT_RDWR)
+        except (AttributeError, OSError):
+            pass  # already closed, or an answer that was not a stream
+        self.close()
 
 
 def push_report(email, agency="Gabon"):

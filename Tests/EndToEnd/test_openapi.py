@@ -102,6 +102,18 @@ def test_every_operation_and_status_matches_the_spec(spec):
     record(P, "get", get(P, token))
     record(P, "get", get(P))
 
+    E = "/api/v1/sync/events"
+    stream = requests.get(URL + E, params={"partition": "agency=Gabon"}, verify=CA, timeout=60, stream=True,
+                          headers={"Authorization": f"Bearer {token}", "Accept": "text/event-stream"})
+    with stream:  # its body never ends: the status and media type alone
+        assert stream.status_code == 200
+        assert stream.headers["Content-Type"].split(";")[0] in response_spec(spec, E, "get", 200)["content"]
+        seen.add((E, "get", "200"))
+    record(E, "get", requests.get(URL + E, params={"partition": "agency=Gabon"}, verify=CA, timeout=60,
+                                  headers={"Authorization": f"Bearer {token}", "Last-Event-ID": "1795799633:-,[0"}))
+    record(E, "get", get(E + "?partition=agency%3DGabon"))
+    record(E, "get", get(E + "?partition=agency%3DWildAid", token))
+
     officer = Client(email)
     first = officer.pull({"agency=Gabon": None, "agency=WildAid": None, "foo": None}, limit=3)
     r = post(PL, {"partitions": {"agency=Gabon": first["agency=Gabon"]["cursor"], "agency=WildAid": None,
