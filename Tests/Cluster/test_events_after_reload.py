@@ -11,47 +11,26 @@ killed no worker in the cluster either: docs/performance/round-18-clusterown.md,
 "The cluster's cost of each stream's own channel"."""
 import os
 import signal
+import sys
 import threading
 import time
 
 from test_cluster import NODES, STATE, Stream, login, report, session
 
-
-def accepting_workers(master):
-    """The master's workers that accept connections (not those a reload told to finish)."""
-    with open(f"/proc/{master}/task/{master}/children") as f:
-        pids = [int(pid) for pid in f.read().split()]
-    serving = set()
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if b"shutting down" not in f.read():
-                    serving.add(pid)
-        except OSError:
-            pass  # gone meanwhile
-    return serving
+# The one-host tests' reading of nginx's processes and error log (Tests/EndToEnd).
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "EndToEnd"))
+from nginx_instances import error_log_size, reloaded, worker_deaths_since  # noqa: E402
 
 
 def reload_nginx(node):
     """The node's nginx reloaded (its master's SIGHUP), waited for until new workers accept."""
     with open(f"{STATE}/node-{node}/run/nginx.pid") as f:
         master = int(f.read().strip())
-    before = accepting_workers(master)
-    os.kill(master, signal.SIGHUP)
-    deadline = time.monotonic() + 15
-    while not (accepting_workers(master) and not accepting_workers(master) & before):
-        assert time.monotonic() < deadline, f"node {node}'s nginx did not reload"
-        time.sleep(0.1)
+    reloaded(lambda: os.kill(master, signal.SIGHUP), of={node: master})
 
 
 def error_log(node):
     return f"{STATE}/node-{node}/log/nginx-error.log"
-
-
-def worker_deaths_since(node, offset):
-    with open(error_log(node), "rb") as f:
-        f.seek(offset)
-        return [line for line in f.read().decode(errors="replace").splitlines() if "exited on signal" in line]
 
 
 def push(token, partition):
@@ -89,7 +68,7 @@ def test_streams_reconnecting_after_a_nodes_reload_with_a_held_or_an_expired_id_
     # The same form with a time long past: older than every event Redis holds (they expire
     # after 15 minutes); nchan answers it with the oldest it holds.
     expired = "1600000000:" + held.split(":", 1)[1]
-    offset = os.path.getsize(error_log("a"))
+    offset = error_log_size(error_log("a"))
     reload_nginx("a")
     stream.close()
     streams = []
@@ -101,7 +80,7 @@ def test_streams_reconnecting_after_a_nodes_reload_with_a_held_or_an_expired_id_
         for s in streams:
             got = s.next(timeout=10)
             assert got is not None and f'"{partition}"' in got[1]["data"], got
-        assert not worker_deaths_since("a", offset), "an nginx worker of node A died"
+        assert not worker_deaths_since(offset, error_log("a")), "an nginx worker of node A died"
     finally:
         for s in streams:
             s.close()

@@ -1,13 +1,14 @@
 """The test stack's nginx instances, read from their pid files and /proc: each one's master,
 the workers that accept connections, a reload of them all that waits until it took, and the
-workers that died (nginx's error log)."""
+workers that died (nginx's error log). Also used by Tests/Cluster (a node's nginx, its own
+log): so STATE is read here, as conftest reads it, not imported from conftest."""
 import glob
 import os
 import re
 import signal
 import time
 
-from conftest import STATE
+STATE = os.environ.get("TIDEWAY_TEST_STATE")
 
 
 def masters():
@@ -39,15 +40,17 @@ def workers(master):
     return serving
 
 
-def reloaded(action):
+def reloaded(action, of=None):
     """Runs `action` (it reloads every instance), then waits until every instance's accepting
     workers are new ones (a reload is asynchronous; an old worker may still finish requests
-    in hand, but accepts nothing more)."""
-    before = {n: workers(m) for n, m in masters().items()}
+    in hand, but accepts nothing more). `of`: {name: master's pid}, this stack's by default
+    (a reload keeps the master)."""
+    of = masters() if of is None else of
+    before = {n: workers(m) for n, m in of.items()}
     action()
     deadline = time.time() + 15
     while time.time() < deadline:
-        now = {n: workers(m) for n, m in masters().items()}
+        now = {n: workers(m) for n, m in of.items()}
         if all(now[n] and not now[n] & before[n] for n in before):
             return
         time.sleep(0.1)
@@ -62,12 +65,12 @@ def reload():
 ERROR_LOG = os.path.join(STATE or "", "log", "nginx-error.log")
 
 
-def error_log_size():
-    return os.path.getsize(ERROR_LOG)
+def error_log_size(log=ERROR_LOG):
+    return os.path.getsize(log)
 
 
-def worker_deaths_since(offset):
+def worker_deaths_since(offset, log=ERROR_LOG):
     """The error log's lines, from byte `offset` on, of a worker that died ("exited on signal")."""
-    with open(ERROR_LOG, "rb") as f:
+    with open(log, "rb") as f:
         f.seek(offset)
         return [line for line in f.read().decode(errors="replace").splitlines() if "exited on signal" in line]
