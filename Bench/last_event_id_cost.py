@@ -1,5 +1,5 @@
 """What the worker's check of a reconnect's Last-Event-ID costs a stream's open
-(docs/performance/round-18-eventid.md, "A stream's Last-Event-ID checked by the worker"):
+(docs/performance/round-18.md, "A stream's Last-Event-ID checked by the worker"):
 legs of stream opens without an id and with one (the stream's own, as a reconnect sends it),
 alternated A B B A ..., each open sequential: the client's time to the answer's headers, and
 the worker's own time for the request (durationMs of its log line, found by X-Request-Id).

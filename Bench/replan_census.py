@@ -1,5 +1,5 @@
 """How often autovacuum's passes make Tideway's sessions plan their statements again, and
-what those plans cost (docs/performance/round-18-replan.md, "The write path's plans made
+what those plans cost (docs/performance/round-18.md, "The write path's plans made
 again after autovacuum"). A VACUUM or ANALYZE of a table rewrites its row in pg_class (pages,
 tuples), and that invalidates every cached plan that reads the table on every connection:
 PL/pgSQL's plans of the write path's functions and the workers' prepared statements are made

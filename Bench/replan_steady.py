@@ -1,6 +1,6 @@
 """The write path under a steady load long enough for autovacuum's passes to come on their
 own (once a minute, autovacuum_naptime), and what the pushes right after each pass pay
-(docs/performance/round-18-replan.md, "The write path's plans made again after autovacuum").
+(docs/performance/round-18.md, "The write path's plans made again after autovacuum").
 A pass (VACUUM or ANALYZE) of a table that changes its page or row count in pg_class makes
 every connection plan again, at its next call, each cached plan that reads the table.
 

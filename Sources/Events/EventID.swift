@@ -10,7 +10,7 @@ import Web
 /// its own bare 400 for an id with another number of tags than the stream has channels (routine:
 /// a login gained or lost a partition since its last connection), and once killed an nginx
 /// worker among such reconnects (`ngx_slab_free(): chunk is already free`). So the worker
-/// checks the id, and hands nchan one it wrote itself, or none. docs/performance/round-18-eventid.md,
+/// checks the id, and hands nchan one it wrote itself, or none. docs/performance/round-18.md,
 /// "A stream's Last-Event-ID checked by the worker".
 package struct EventID: Equatable, Sendable {
     /// When nginx published the event, in seconds since 1970 (the instance's clock).

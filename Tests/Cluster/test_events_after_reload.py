@@ -7,7 +7,7 @@ held events from Redis when a node subscribes to it again), so the id may still 
 this test checks the cluster's nginx the same way, and with an id Redis does not hold (one
 older than every held event). Each stream has a channel of its own
 (Deploy/nginx/tideway.conf.template, the /_events/ location); without it these reconnects
-killed no worker in the cluster either: docs/performance/round-18-clusterown.md,
+killed no worker in the cluster either: docs/performance/round-18.md,
 "The cluster's cost of each stream's own channel"."""
 import os
 import signal
