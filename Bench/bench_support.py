@@ -7,6 +7,7 @@ import os
 import re
 import statistics
 import time
+import uuid
 
 import psycopg2
 import requests
@@ -21,6 +22,26 @@ def https_session(ca):
     s.trust_env = False
     s.verify = ca
     return s
+
+
+def api_token(url, ca, email, password="tideway-demo"):
+    """An access token of `email` (POST /api/v1/auth/login on `url`)."""
+    r = https_session(ca).post(url + "/api/v1/auth/login", json={"email": email, "password": password})
+    r.raise_for_status()
+    return r.json()["accessToken"]
+
+
+def push_draft_report(url, ca, token, client_id, partition, prefix):
+    """One new draft report pushed to `partition` through `url`; the time it was sent
+    (time.time(), taken before the request) for write -> event figures."""
+    doc_id = f"{prefix}-{uuid.uuid4().hex}"
+    sent = time.time()
+    r = https_session(ca).post(url + "/api/v1/sync/push", headers={"Authorization": f"Bearer {token}"},
+                               json={"clientId": client_id, "changes": [{"changeId": doc_id, "collection": "reports",
+                                     "partition": partition, "id": doc_id, "op": "insert",
+                                     "doc": {"_id": doc_id, "timestamp": "2024-05-01T10:00:00Z", "draft": True}}]})
+    r.raise_for_status()
+    return sent
 
 
 def signed_in(url, ca, email, password="tideway-demo"):

@@ -9,10 +9,9 @@ import statistics
 import subprocess
 import tempfile
 import time
-import uuid
 
 
-from bench_support import https_session
+from bench_support import api_token, https_session, push_draft_report
 from proc_counters import TICK, stat
 
 STATE = os.environ["TIDEWAY_CLUSTER_STATE"]
@@ -25,9 +24,7 @@ OFFICERS = ["gabon.officer1@demo.tideway", "gabon.officer2@demo.tideway", "gabon
 
 
 def login(host, email):
-    r = https_session(CA).post(f"https://{host}/api/v1/auth/login", json={"email": email, "password": "tideway-demo"})
-    r.raise_for_status()
-    return r.json()["accessToken"]
+    return api_token(f"https://{host}", CA, email)
 
 
 def current_cursor(host, token):
@@ -146,14 +143,7 @@ def fan_out(tokens, writer, nodes):
         time.sleep(50)  # the TLS handshakes and subscribe hooks of every stream
         sends = []
         for n in range(events):
-            doc_id = f"fan-{uuid.uuid4().hex}"
-            sent = time.time()
-            r = https_session(CA).post(f"https://{NODES['a']}/api/v1/sync/push", headers={"Authorization": f"Bearer {writer}"},
-                               json={"clientId": "fan-bench", "changes": [{"changeId": doc_id, "collection": "reports",
-                                     "partition": PARTITION, "id": doc_id, "op": "insert",
-                                     "doc": {"_id": doc_id, "timestamp": "2024-05-01T10:00:00Z", "draft": True}}]})
-            r.raise_for_status()
-            sends.append(sent)
+            sends.append(push_draft_report(f"https://{NODES['a']}", CA, writer, "fan-bench", PARTITION, "fan"))
             time.sleep(3)
         results = pending.get(timeout=seconds + 60)
     connected = sum(r[0] for r in results)

@@ -29,9 +29,8 @@ import statistics
 import subprocess
 import sys
 import time
-import uuid
 
-from bench_support import https_session, pct
+from bench_support import api_token, pct, push_draft_report
 from proc_counters import TICK, family_ticks, processes, read_pid, status_kb
 
 STATE = os.environ["STATE"]
@@ -187,14 +186,7 @@ class Stream:
 
 
 def push(token):
-    doc_id = f"own-{uuid.uuid4().hex}"
-    sent = time.time()
-    r = https_session(CA).post(f"https://{NODES['a']}/api/v1/sync/push", headers={"Authorization": f"Bearer {token}"},
-                               json={"clientId": "own-bench", "changes": [{"changeId": doc_id, "collection": "reports",
-                                     "partition": PARTITION, "id": doc_id, "op": "insert",
-                                     "doc": {"_id": doc_id, "timestamp": "2024-05-01T10:00:00Z", "draft": True}}]})
-    r.raise_for_status()
-    return sent
+    return push_draft_report(f"https://{NODES['a']}", CA, token, "own-bench", PARTITION, "own")
 
 
 async def fan_out(streams, writer, pushes):
@@ -308,12 +300,7 @@ async def main():
     resource.setrlimit(resource.RLIMIT_NOFILE, (resource.getrlimit(resource.RLIMIT_NOFILE)[1],) * 2)
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
     legs = int(sys.argv[2]) if len(sys.argv) > 2 else 4
-    tokens = []
-    for i in range(40):
-        r = https_session(CA).post(f"https://{NODES['a']}/api/v1/auth/login",
-                                   json={"email": OFFICERS[i % len(OFFICERS)], "password": "tideway-demo"})
-        r.raise_for_status()
-        tokens.append(r.json()["accessToken"])
+    tokens = [api_token(f"https://{NODES['a']}", CA, OFFICERS[i % len(OFFICERS)]) for i in range(40)]
     writer = tokens.pop()
     print(f"{time.strftime('%H:%M:%S')} load {os.getloadavg()[0]:.1f}; {n} streams a leg, {legs} legs "
           f"(own, shared, shared, own, ...)", flush=True)
