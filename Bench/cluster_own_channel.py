@@ -67,7 +67,7 @@ def redis_info():
 
 
 def own_keys():
-    """Keys of streams' own channels (tideway/r<request id>) in Redis now."""
+    """Keys of streams' own channels (tideway/r<32 hex digits>) in Redis now."""
     out = subprocess.run(REDIS + ["--scan", "--pattern", "{channel:tideway/r*"], capture_output=True, text=True).stdout
     return len(out.split())
 
