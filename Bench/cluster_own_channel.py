@@ -1,6 +1,7 @@
-"""What each event stream's own channel (`nchan_channel_id $1,r$request_id` in the /_events/
-location) costs a cluster, whose nchan keeps channels in Redis: legs with the own channel and
-without it (the line swapped in both nodes' rendered tideway.conf and nginx reloaded),
+"""What each event stream's own channel (the last of its channels, "r" and 32 random hex digits,
+named by the worker: Sources/Events/EventChannels.swift) costs a cluster, whose nchan keeps
+channels in Redis: legs with the own channel and without it (the /_events/ location's lines
+swapped in both nodes' rendered tideway.conf for ones that leave it out, nginx reloaded),
 alternated. Each leg, on an up cluster (Deploy/cluster/cluster.sh with its STATE):
 
   open    STREAMS streams of one partition (40 logins), half on each node: Redis commands,
@@ -40,8 +41,13 @@ NODES = {"a": f"{NET}.11", "b": f"{NET}.12"}
 REDIS = ["redis-cli", "-h", f"{NET}.10"]
 PARTITION = "agency=Gabon"
 OFFICERS = ["gabon.officer1@demo.tideway", "gabon.officer2@demo.tideway", "gabon.admin@demo.tideway"]
-OWN = "nchan_channel_id $1,r$request_id;"
-SHARED = "nchan_channel_id $1;"
+# Without it: $1 leaves out the last channel, and the resume's id (the worker's, a tag per
+# channel it named) its last tag (the own channel's, never the event's, so never bracketed).
+SWAPS = [('location ~ "^/_events/((l[0-9a-f]{32})[0-9a-z,]*)$" {',
+          'location ~ "^/_events/((l[0-9a-f]{32})[0-9a-z,]*?),r[0-9a-f]{32}$" {'),
+         ("nchan_channel_id $tideway_stream_channel_ids;", "nchan_channel_id $tideway_stream_channels;"),
+         ("nchan_subscriber_last_message_id $arg_after;", "nchan_subscriber_last_message_id $bench_after_shared;")]
+SHARED_MAP = 'map $arg_after $bench_after_shared { "~^(?<kept>.*),[^,]*$" $kept; default ""; }\n'
 
 
 def redis_info():
@@ -61,7 +67,7 @@ def redis_info():
 
 
 def own_keys():
-    """Keys of streams' own channels (tideway/r<request id>) in Redis now."""
+    """Keys of streams' own channels (tideway/r<32 hex digits>) in Redis now."""
     out = subprocess.run(REDIS + ["--scan", "--pattern", "{channel:tideway/r*"], capture_output=True, text=True).stdout
     return len(out.split())
 
@@ -127,12 +133,11 @@ def set_variant(own):
         path = f"{STATE}/node-{node}/nginx/tideway.conf"
         with open(path) as f:
             conf = f.read()
-        # Only the /_events/ location's line: the publisher's location has "$1;" too.
-        start = conf.index('location ~ "^/_events/')
-        end = conf.index("\n    }\n", start)
-        part = conf[start:end].replace(OWN, SHARED) if not own else conf[start:end].replace(SHARED, OWN)
-        conf = conf[:start] + part + conf[end:]
-        assert conf.count(OWN) == (1 if own else 0) and conf.count(SHARED) == (1 if own else 2), path
+        conf = conf.removeprefix(SHARED_MAP)
+        for with_own, shared in SWAPS:
+            conf = conf.replace(shared, with_own) if own else conf.replace(with_own, shared)
+            assert conf.count(with_own) == (1 if own else 0) and conf.count(shared) == (0 if own else 1), path
+        conf = conf if own else SHARED_MAP + conf
         with open(path, "w") as f:
             f.write(conf)
         reload(node)

@@ -285,7 +285,9 @@ ngx_pid_of() { if (($1 == 1)); then echo "$run/nginx.pid"; else echo "$run/nginx
 nginx_conf() {
     local modules=/usr/lib/nginx/modules instance=$1 dir
     dir=$(ngx_dir_of "$instance")
-    mkdir -p "$dir/tmp"
+    # cores: where a crashed nginx worker leaves its core (below); it must exist before a
+    # worker starts, or every worker exits at once ("chdir() failed", fatal).
+    mkdir -p "$dir/tmp" "$dir/cores"
     {
         # nchan will carry /api/v1/sync/events.
         [[ ! -f $modules/ngx_nchan_module.so ]] || echo "load_module $modules/ngx_nchan_module.so;"
@@ -297,6 +299,10 @@ worker_processes ${NGINX_WORKERS:-1};
 # Change-event streams are long-lived connections: as many as this machine allows.
 worker_rlimit_nofile $(ulimit -Hn);
 pid $(ngx_pid_of "$instance");
+# A crashed worker leaves a core here (kernel.core_pattern "core"; systemd-coredump keeps it
+# itself): docs/operations.md, "When nginx's worker dies".
+worker_rlimit_core 4g;
+working_directory $dir/cores;
 error_log $logs/nginx-error.log;
 events { worker_connections $(( $(ulimit -Hn) - 100 )); }
 http {

@@ -5,8 +5,8 @@ import Web
 
 /// `GET /api/v1/sync/events?partition=…&partition=…`: authorizes a subscription, then hands
 /// the connection to nginx's nchan (`X-Accel-Redirect`), which holds it without a worker
-/// thread. The stream listens on each partition's channel and on the login's own channel
-/// (first, so that nchan's hooks name the login). A reconnect's `Last-Event-ID` is checked here
+/// thread. The stream listens on each partition's channel, on the login's own channel (first,
+/// so that nchan's hooks name the login) and on one of its own (EventChannels.stream). A reconnect's `Last-Event-ID` is checked here
 /// (EventID) and passed on in the redirect's query (`?after=`): nchan reads no client text.
 package enum EventRoutes {
     static let maxPartitions = 50
@@ -26,15 +26,13 @@ package enum EventRoutes {
         for name in names where Partition(name) == nil {
             throw AppError.badRequest("not a partition: \(name)")
         }
-        // nchan takes a position from these before any Last-Event-ID, with its own parse.
+        // nchan takes a position from these before any Last-Event-ID, with its own parse, and nginx
+        // cannot take them off the request: not translated either (docs/sync-protocol.md, "Change events").
         let headers = context.request.headers
         guard headers["if-none-match"] == nil, headers["if-modified-since"] == nil else {
             throw AppError.badRequest("an event stream resumes from Last-Event-ID only, not If-None-Match or If-Modified-Since")
         }
         let partitions = Set(names).sorted()
-        // The login's channel, the partitions' and the stream's own (the template adds it).
-        let after = try EventID.start(lastEventID: headers["last-event-id"], channels: partitions.count + 2,
-                                      now: Int(Date().timeIntervalSince1970))
         // Phones send their Bearer token; the back office's pages use the session cookie.
         let (token, kind): (String, TokenKind)
         if let bearer = context.bearerToken {
@@ -51,7 +49,13 @@ package enum EventRoutes {
         guard refused.isEmpty else {
             throw AppError.forbidden("you may not read \(refused.sorted().joined(separator: ", "))")
         }
+        // Every channel of the stream, in the order of its event ids' tags: the login's, the
+        // partitions' and the stream's own (last, where nginx's template put it before round 19:
+        // the ids of streams opened before still fit).
         let channels = [EventChannels.login(caller.loginID)] + partitions.map(EventChannels.partition)
+            + [EventChannels.stream()]
+        let after = try EventID.start(lastEventID: headers["last-event-id"], channels: channels.count,
+                                      now: Int(Date().timeIntervalSince1970))
         return HTTPResponse(status: 200, headers: [
             ("X-Accel-Redirect", "/_events/" + channels.joined(separator: ",") + (after.map { "?after=" + $0.text } ?? "")),
             ("Cache-Control", "no-store"),

@@ -21,6 +21,12 @@ def masters():
     return found
 
 
+def cores(instance):
+    """The folder where instance `instance`'s crashed workers leave their cores (nginx's
+    working_directory, Deploy/dev/stack.sh: nginx/cores for 1, nginx-N/cores for N)."""
+    return os.path.join(STATE, "nginx" if instance == 1 else f"nginx-{instance}", "cores")
+
+
 def children(master):
     with open(f"/proc/{master}/task/{master}/children") as f:
         return [int(pid) for pid in f.read().split()]
@@ -70,7 +76,8 @@ def error_log_size(log=ERROR_LOG):
 
 
 def worker_deaths_since(offset, log=ERROR_LOG):
-    """The error log's lines, from byte `offset` on, of a worker that died ("exited on signal")."""
+    """The error log's lines, from byte `offset` on, of a worker that died ("exited on signal",
+    followed by " (core dumped)" when it left a core)."""
     with open(log, "rb") as f:
         f.seek(offset)
         return [line for line in f.read().decode(errors="replace").splitlines() if "exited on signal" in line]
