@@ -69,6 +69,8 @@ public struct CollectionSchema: Sendable {
     public let name: String
     public let fields: [String: Schema.Field]
     public let rules: [Rule]
+    /// `fields` as the object schema the validator walks, made once (an indirect case is a box).
+    private let schema: Schema
 
     public init(name: String, fields: [String: Schema.Field], rules: [Rule] = []) {
         self.name = name
@@ -76,11 +78,11 @@ public struct CollectionSchema: Sendable {
         fields["_id"] = .required(.identifier)
         self.fields = fields
         self.rules = rules
+        self.schema = .object(fields)
     }
 
     /// The document as it should be stored (statuses and colours normalized), or the first violation.
     public func validate(_ document: JSON) throws(SchemaViolation) -> JSON {
-        let schema = Schema.object(fields)
         var path = JSONPointer()
         let validated = SchemaValidator.isValidAsIs(document, against: schema)
             ? document : try SchemaValidator.check(document, against: schema, at: &path) ?? document

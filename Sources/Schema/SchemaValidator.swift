@@ -15,7 +15,9 @@ enum SchemaValidator {
             _ = try expectString(value, at: path)
         case .identifier:
             let text = try expectString(value, at: path)
-            if text.isEmpty || text.count > 128 {
+            // Characters are never more than UTF-8 bytes: counting them (grapheme breaking) only
+            // when the bytes are over.
+            if text.isEmpty || (text.utf8.count > 128 && text.count > 128) {
                 throw SchemaViolation(at: path, "expected a non-empty string of at most 128 characters")
             }
         case .int, .nonNegativeInt:

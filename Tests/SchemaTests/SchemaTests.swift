@@ -162,6 +162,17 @@ import Testing
         #expect(violation(collection, []) == SchemaViolation(path: "", message: "expected object, got array"))
     }
 
+    /// An identifier's limit is 128 characters, not bytes: the bytes are counted first, the
+    /// characters only when the bytes are over.
+    @Test func identifiersAreCountedInCharacters() {
+        let oneTwentyEight = String(repeating: "é", count: 128)  // 256 UTF-8 bytes
+        func photo(_ id: String) -> JSON { ["_id": .string(id), "date": "2024-03-01T10:00:00Z"] }
+        #expect(violation("photos", photo(oneTwentyEight)) == nil)
+        #expect(violation("photos", photo(oneTwentyEight + "🐟"))?.path == "/_id")
+        #expect(violation("photos", photo(String(repeating: "e\u{301}", count: 128))) == nil)  // 384 bytes
+        #expect(violation("photos", photo(""))?.path == "/_id")
+    }
+
     @Test func unknownCollection() {
         #expect(violation("boats", ["_id": "x"]) == SchemaViolation(path: "", message: "unknown collection"))
     }

@@ -149,4 +149,27 @@ import Testing
         #expect(value.arrayValue?.count == 50_000)
         #expect(value.arrayValue?.last?["name"] == "vessel \"Amani\" é")
     }
+
+    /// The string scan's eight-byte words: a control character, a stray byte of invalid UTF-8
+    /// or the missing end at every offset is refused as byte by byte, at the same byte.
+    @Test func refusalsAtEveryOffsetOfTheScan() {
+        for length in 1...20 {
+            for offset in 0..<length {
+                var control = Array(repeating: UInt8(ascii: "a"), count: length)
+                control[offset] = 0x09
+                let controlText = [UInt8(ascii: "\"")] + control + [UInt8(ascii: "\"")]
+                #expect(throws: JSONParseError(.syntax, "unescaped control character 0x9 in string", at: offset + 1)) {
+                    try JSON(parsing: controlText)
+                }
+                var invalid = control
+                invalid[offset] = 0xFF
+                #expect(throws: JSONParseError(.syntax, "invalid UTF-8 in string", at: 0)) {
+                    try JSON(parsing: [UInt8(ascii: "\"")] + invalid + [UInt8(ascii: "\"")])
+                }
+            }
+            #expect(throws: JSONParseError(.syntax, "unterminated string", at: 0)) {
+                try JSON(parsing: [UInt8(ascii: "\"")] + Array(repeating: UInt8(ascii: "a"), count: length))
+            }
+        }
+    }
 }

@@ -42,4 +42,45 @@ import Testing
         #expect(value.serialized() == text)
         #expect(try JSON(parsing: value.serializedBytes()) == value)
     }
+
+    /// Strings are scanned eight bytes at a time: an escape, a multi-byte character or the
+    /// end at every offset of the first words must come out as byte by byte.
+    @Test func escapesAtEveryOffsetOfTheScan() throws {
+        for length in 0...20 {
+            for offset in 0..<max(length, 1) {
+                for special in ["\"", "\\", "\n", "\u{1}", "\u{1F}", "é", "🐟", "\u{7F}", " "] {
+                    var characters = Array(repeating: "a", count: length)
+                    if length > 0 { characters[offset] = special }
+                    let text = characters.joined()
+                    let expected = "\"" + characters.map { Self.escaped($0) }.joined() + "\""
+                    #expect(JSON.string(text).serialized() == expected)
+                    #expect(try JSON(parsing: expected) == .string(text))
+                }
+            }
+        }
+    }
+
+    private static func escaped(_ piece: String) -> String {
+        switch piece {
+        case "\"": return "\\\""
+        case "\\": return "\\\\"
+        case "\n": return "\\n"
+        case "\u{1}": return "\\u0001"
+        case "\u{1F}": return "\\u001f"
+        default: return piece
+        }
+    }
+
+    /// Integers are written digit by digit, as `String(Int64)` writes them.
+    @Test func integersAsSwiftWritesThem() {
+        var values: [Int64] = [0, 1, -1, 9, 10, -10, 99, 100, .max, .min, .max - 1, .min + 1]
+        var power: Int64 = 1
+        for _ in 0..<18 {
+            power *= 10
+            values += [power, power - 1, -power, -(power - 1)]
+        }
+        for value in values {
+            #expect(JSON.int(value).serialized() == String(value))
+        }
+    }
 }
