@@ -1,4 +1,4 @@
-/* What relaying a notification over a local socket would cost (docs/performance/round-19-relay.md,
+/* What relaying a notification over a local socket would cost (docs/performance/round-19.md,
  * "The relay's own cost"), in C so that no interpreter's cost is in the figures (a first
  * version in Python measured its own calls too): one process writes a ~40-byte frame (a
  * `tideway_changes` notification's size) to each of N reader processes over Unix stream

@@ -1,5 +1,5 @@
 // The worker's per-document JSON cost in pushes of 25 reports, in process (no HTTP, no
-// database; docs/performance/round-19-canon.md): the push body's parse, each change's `_id`
+// database; docs/performance/round-19.md): the push body's parse, each change's `_id`
 // set in its doc (as Change does, the doc arriving without one as Bench/writes_bench.py pushes
 // it), the collection's schema, the canonical serialization and the tree's free. Prints µs of
 // thread CPU per document (with `parts`, split by step) and a checksum of every serialized

@@ -5,7 +5,7 @@ byte changed. The inputs are written to stdout, each as its length (4 bytes, lit
 and its bytes; the expected outputs (the
 canonical text, or the error's kind and message) were made from these inputs by the parser and
 serializer as they were before the nineteenth round (main at aae6c36, through
-Bench/json_cpu/cpu.swift's `vectors` mode; docs/performance/round-19-canon.md), so that any
+Bench/json_cpu/cpu.swift's `vectors` mode; docs/performance/round-19.md), so that any
 later change to either keeps every output byte.
 
     python3 Tests/Vectors/make_canonical_vectors.py > inputs.bin
