@@ -1,6 +1,7 @@
 /// A JSON object: its fields kept sorted by their keys' UTF-8 bytes, the canonical text's order
 /// (JSON+Serialization.swift), so that the writer walks them without sorting and a lookup is a
-/// binary search instead of a hash (docs/performance/round-20-fields.md).
+/// binary search instead of a hash (docs/performance/round-20-fields.md, "The tree's shape
+/// changed").
 ///
 /// Keys mean what `[String: JSON]`'s keys meant: two keys are the same key when Swift's `==`
 /// says so (canonical equivalence: `"é"` and `"e\u{301}"`, `"K"` and the Kelvin sign), though
@@ -75,11 +76,6 @@ public struct JSONObject: Sendable, RandomAccessCollection, ExpressibleByDiction
         }
     }
 
-    public subscript(key: String, default defaultValue: @autoclosure () -> JSON) -> JSON {
-        get { self[key] ?? defaultValue() }
-        set { self[key] = newValue }
-    }
-
     public func index(forKey key: String) -> Int? {
         if case .found(let index) = find(key) { return index }
         return nil
@@ -103,26 +99,8 @@ public struct JSONObject: Sendable, RandomAccessCollection, ExpressibleByDiction
         JSONObject(sortedFields: try fields.map { ($0.key, try transform($0.value)) }, hasNonASCIIKey: hasNonASCIIKey)
     }
 
-    public func compactMapValues(_ transform: (JSON) throws -> JSON?) rethrows -> JSONObject {
-        JSONObject(sortedFields: try fields.compactMap { field in try transform(field.value).map { (field.key, $0) } },
-                   hasNonASCIIKey: hasNonASCIIKey)
-    }
-
     public func filter(_ isIncluded: (Element) throws -> Bool) rethrows -> JSONObject {
         JSONObject(sortedFields: try fields.filter(isIncluded), hasNonASCIIKey: hasNonASCIIKey)
-    }
-
-    /// As `Dictionary.merge(_:uniquingKeysWith:)`.
-    public mutating func merge(_ other: some Sequence<(key: String, value: JSON)>, uniquingKeysWith combine: (JSON, JSON) throws -> JSON) rethrows {
-        for (key, value) in other {
-            if let current = self[key] { self[key] = try combine(current, value) } else { self[key] = value }
-        }
-    }
-
-    public func merging(_ other: some Sequence<(key: String, value: JSON)>, uniquingKeysWith combine: (JSON, JSON) throws -> JSON) rethrows -> JSONObject {
-        var merged = self
-        try merged.merge(other, uniquingKeysWith: combine)
-        return merged
     }
 
     private enum Position { case found(Int), missing(insertion: Int) }

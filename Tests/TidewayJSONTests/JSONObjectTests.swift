@@ -72,7 +72,9 @@ import Testing
         let names = ["a", "b", "c", "ab", "ba", "A", "é", "_id", "z9", "\\u0062"]
         for _ in 0..<400 {
             let count = Int.random(in: 1...60, using: &generator)
-            let keys = (0..<count).map { _ in names.randomElement(using: &generator)! + (Bool.random() ? "" : String(Int.random(in: 0..<30))) }
+            let keys = (0..<count).map { _ in
+                names.randomElement(using: &generator)! + (Bool.random() ? "" : String(Int.random(in: 0..<30)))
+            }
             var text = "{"
             var offsets: [Int] = []
             for (index, key) in keys.enumerated() {
