@@ -29,8 +29,7 @@ public struct JSONObject: Sendable, RandomAccessCollection, ExpressibleByDiction
 
     /// As `Dictionary(_:uniquingKeysWith:)` with the last value kept (JSON's dictionary literal).
     public init(_ elements: some Sequence<(String, JSON)>) {
-        self.init()
-        for (key, value) in elements { self[key] = value }
+        self.init(Dictionary(elements, uniquingKeysWith: { _, last in last }))
     }
 
     public init(dictionaryLiteral elements: (String, JSON)...) {
@@ -151,7 +150,9 @@ extension JSONObject: Equatable {
         if !left.hasNonASCIIKey && !right.hasNonASCIIKey {
             return left.fields.elementsEqual(right.fields) { $0.key == $1.key && $0.value == $1.value }
         }
-        return left.fields.allSatisfy { right[$0.key] == $0.value }
+        // A dictionary, not `right[key]`: a lookup that misses scans these objects' fields.
+        let rightFields = right.dictionary
+        return left.fields.allSatisfy { rightFields[$0.key] == $0.value }
     }
 }
 
