@@ -43,7 +43,7 @@ if CommandLine.arguments[1] == "vectors" {
         let length = file[offset..<offset + 4].reversed().reduce(0) { $0 << 8 | Int($1) }
         let bytes = Array(file[offset + 4..<offset + 4 + length])
         offset += 4 + length
-        var entry: [String: JSON] = ["default": outcome(bytes, JSONLimits()),
+        var entry: JSONObject = ["default": outcome(bytes, JSONLimits()),
                                      "small": outcome(bytes, JSONLimits(maxDepth: 3, maxStringBytes: 8, allowsNullCharacter: true))]
         if !bytes.contains(0), let text = String(validating: bytes, as: UTF8.self) { entry["text"] = .string(text) }
         else { entry["hex"] = .string(bytes.map { String(format: "%02x", $0) }.joined()) }

@@ -71,7 +71,7 @@ enum MenuListsEditor {
         let key = Admin.pathParameter(context, "key")
         let form = try WebSession.postedForm(context)
         guard let partition = Partition("agency=" + key) else { throw AppError.notFound("no such agency") }
-        var fields: [String: JSON] = [:]
+        var fields: JSONObject = [:]
         for list in lists {
             fields[list.field] = .array(lines(form[list.field] ?? "").map(JSON.string))
         }

@@ -99,8 +99,8 @@ enum ProtectedAreas {
             """
     }
 
-    static func fields(_ form: [String: String], requireGeometry: Bool) throws -> [String: JSON] {
-        var fields: [String: JSON] = [:]
+    static func fields(_ form: [String: String], requireGeometry: Bool) throws -> JSONObject {
+        var fields: JSONObject = [:]
         let name = (form["name"] ?? "").trimmingCharacters(in: .whitespaces)
         guard (1...200).contains(name.count) else { throw AppError.invalid("the name needs 1–200 characters") }
         fields["name"] = .string(name)

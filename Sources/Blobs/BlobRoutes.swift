@@ -78,7 +78,7 @@ package enum BlobRoutes {
     /// Records which content the photo names and points its document at it (through the
     /// write path, so clients see it in a pull); nothing is written when both already hold.
     package static func attach(photoID: String, partition: String, sha: String, type: ImageType, bytes: Int,
-                       caller: CallerInfo, limits: Config.Limits, in tx: Transaction, extra: [String: JSON] = [:]) throws {
+                       caller: CallerInfo, limits: Config.Limits, in tx: Transaction, extra: JSONObject = [:]) throws {
         let url = pictureURL(photoID: photoID)
         let (_, stored) = try tx.run(
             Statement.effect("""

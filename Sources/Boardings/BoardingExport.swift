@@ -62,7 +62,7 @@ enum BoardingExport {
             if let lon = row["lon"].flatMap(Double.init), let lat = row["lat"].flatMap(Double.init) {
                 geometry = ["type": "Point", "coordinates": [.double(lon), .double(lat)]]
             }
-            var properties: [String: JSON] = ["agency": .string(agency(row)), "draft": .bool(row.bool("is_draft") == true),
+            var properties: JSONObject = ["agency": .string(agency(row)), "draft": .bool(row.bool("is_draft") == true),
                                               "violationCount": .int(Int64(row.int("violation_count") ?? 0))]
             for (name, column) in [("boardedAt", "boarded"), ("filedAt", "filed"), ("vessel", "vessel"), ("permitNumber", "permit"),
                                    ("nationality", "nationality"), ("captain", "captain"), ("officer", "officer"),

@@ -403,7 +403,7 @@ extension JSON {
     /// are replaced whole, as merge patches do.
     func mergePatch(to target: JSON) -> JSON {
         guard case .object(let a) = self, case .object(let b) = target else { return target }
-        var patch: [String: JSON] = [:]
+        var patch: JSONObject = [:]
         for key in a.keys where b[key] == nil { patch[key] = .null }
         for (key, value) in b where a[key] != value {
             if let old = a[key], case .object = old, case .object = value {

@@ -21,7 +21,7 @@ extension JSON {
         case let array as [Any]:
             self = .array(try array.map { try JSON(foundationObject: $0) })
         case let dictionary as [String: Any]:
-            self = .object(try dictionary.mapValues { try JSON(foundationObject: $0) })
+            self = .object(JSONObject(try dictionary.mapValues { try JSON(foundationObject: $0) }))
         default:
             throw FoundationConversionError(description: "unsupported value of type \(type(of: object))")
         }

@@ -20,7 +20,7 @@ extension ReportGenerator {
 
         let levelDraw = random.unit()
         let level = levelDraw < 0.8 ? "Green" : levelDraw < 0.94 ? "Amber" : "Red"
-        var summary: [String: JSON] = [
+        var summary: JSONObject = [
             "safetyLevel": [
                 "level": .string(level),
                 "amberReason": .string(level == "Amber" ? random.pick(ReportVocabulary.amberReasons) : ""),
@@ -49,7 +49,7 @@ extension ReportGenerator {
         if random.chance(0.05) { dispositions.append("") }
         return dispositions.map { disposition in
             let offence = random.below(Swift.min(menu.violationCodes.count, menu.violationDescriptions.count))
-            var violation: [String: JSON] = [
+            var violation: JSONObject = [
                 "disposition": .string(disposition),
                 "offence": ["code": .string(menu.violationCodes[offence]), "explanation": .string(menu.violationDescriptions[offence])],
             ]

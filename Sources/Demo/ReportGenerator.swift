@@ -55,7 +55,7 @@ public struct ReportGenerator: Sequence, IteratorProtocol {
             "location": .string(random.pick(menu.ports)),
             "business": .string(random.pick(ReportVocabulary.buyers)),
         ]
-        var report: [String: JSON] = [
+        var report: JSONObject = [
             "_id": .string(random.objectID(epochSeconds: filed)),
             "draft": .bool(random.chance(0.03)),
             "timestamp": .string(UTCTimestamp.string(epochSeconds: filed)),

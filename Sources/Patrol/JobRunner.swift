@@ -197,7 +197,7 @@ struct PhotoOffload {
         }
         let (sha, upload) = try runner.store.store(bytes, limit: BlobRoutes.maxBytes)
         defer { upload.discard() }
-        var extra: [String: JSON] = [:]
+        var extra: JSONObject = [:]
         if doc["thumbNail"]?.stringValue?.isEmpty ?? true {
             do {
                 let thumb = try Thumbnailer.jpeg(from: bytes, workFolder: runner.store.root + "/tmp")

@@ -73,14 +73,24 @@ enum SchemaValidator {
             return elements.allSatisfy { isValidAsIs($0, against: elementSchema) }
         case .object(let fields):
             guard case .object(let object) = value else { return false }
-            var requiredPresent = 0
+            // One merge of two lists in the same order (their keys' bytes): each key compared,
+            // never hashed. A key `==` to a field's with other bytes (canonical equivalence) can
+            // break the order: the merge then finds the object invalid, never valid when it is
+            // not, and `check` decides as the lookups by key do.
+            let schemaFields = fields.sorted
+            var next = 0
             for (key, fieldValue) in object {
-                guard let field = fields[key] else { return false }
-                if field.isRequired { requiredPresent += 1 }
+                while next < schemaFields.count && schemaFields[next].key != key {
+                    if schemaFields[next].field.isRequired { return false }
+                    next += 1
+                }
+                guard next < schemaFields.count else { return false }
+                let field = schemaFields[next].field
+                next += 1
                 if case .null = fieldValue, !field.isRequired { continue }
                 guard isValidAsIs(fieldValue, against: field.schema) else { return false }
             }
-            return requiredPresent == fields.values.count(where: \.isRequired)
+            return !schemaFields[next...].contains { $0.field.isRequired }
         default:
             var path = JSONPointer()
             do throws(SchemaViolation) {
@@ -95,9 +105,9 @@ enum SchemaValidator {
 
     /// A valid object costs one lookup per key it has; an invalid one is walked again in key
     /// order (`checkInOrder`), which finds the violation to report.
-    private static func checkObject(_ value: JSON, fields: [String: Schema.Field], at path: inout JSONPointer) throws(SchemaViolation) -> JSON? {
+    private static func checkObject(_ value: JSON, fields: Schema.Fields, at path: inout JSONPointer) throws(SchemaViolation) -> JSON? {
         guard case .object(let object) = value else { throw mismatch("object", value, at: path) }
-        var normalized: [String: JSON]? = nil
+        var normalized: JSONObject? = nil
         var requiredPresent = 0
         var valid = true
         for (key, fieldValue) in object {
@@ -120,7 +130,7 @@ enum SchemaValidator {
                 break
             }
         }
-        if valid && requiredPresent == fields.values.count(where: \.isRequired) {
+        if valid && requiredPresent == fields.requiredCount {
             return normalized.map(JSON.object)
         }
         return try checkInOrder(object, fields: fields, at: &path)
@@ -128,14 +138,14 @@ enum SchemaValidator {
 
     /// Keys and fields in sorted order, so that the violation reported for a document with
     /// several problems never varies.
-    private static func checkInOrder(_ object: [String: JSON], fields: [String: Schema.Field], at path: inout JSONPointer)
+    private static func checkInOrder(_ object: JSONObject, fields: Schema.Fields, at path: inout JSONPointer)
         throws(SchemaViolation) -> JSON?
     {
         for key in object.keys.sorted() where fields[key] == nil {
             throw SchemaViolation(at: path.appending(key), "unknown field")
         }
-        var normalized: [String: JSON]? = nil
-        for (key, field) in fields.sorted(by: { $0.key < $1.key }) {
+        var normalized: JSONObject? = nil
+        for (key, field) in fields.sorted.sorted(by: { $0.key < $1.key }) {
             guard let fieldValue = object[key] else {
                 if field.isRequired { throw SchemaViolation(at: path.appending(key), "required field missing") }
                 continue

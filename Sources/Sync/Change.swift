@@ -107,7 +107,7 @@ public struct ChangeRejection: Error, Sendable {
     }
 
     func result(changeID: String) -> JSON {
-        var error: [String: JSON] = ["code": .string(code.rawValue), "message": .string(message)]
+        var error: JSONObject = ["code": .string(code.rawValue), "message": .string(message)]
         if let path { error["path"] = .string(path) }
         return ["changeId": .string(changeID), "status": "rejected", "error": .object(error)]
     }

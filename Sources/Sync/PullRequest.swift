@@ -20,7 +20,7 @@ struct PullRequest {
 
     static let maxPartitions = 200
 
-    init(_ body: [String: JSON], key: [UInt8], maxLimit: Int) throws {
+    init(_ body: JSONObject, key: [UInt8], maxLimit: Int) throws {
         guard case .object(let requested)? = body["partitions"] else {
             throw AppError.badRequest("partitions must be an object of partition to cursor")
         }

@@ -32,7 +32,7 @@ package enum GrantRoutes {
         }
 
         var json: JSON {
-            var who: [String: JSON] = ["kind": .string(kind)]
+            var who: JSONObject = ["kind": .string(kind)]
             switch kind {
             case "user":
                 who["id"] = .string(grantee)

@@ -304,7 +304,7 @@ enum TeamPages {
         let form = try WebSession.postedForm(context, limit: 64 * 1024)
         let title = (form["title"] ?? "").trimmingCharacters(in: .whitespaces)
         guard (1...200).contains(title.count) else { throw AppError.invalid("a task needs a title of 1–200 characters") }
-        var doc: [String: JSON] = ["title": .string(title), "status": "open", "team": .string(String(p.dropFirst(5)))]
+        var doc: JSONObject = ["title": .string(title), "status": "open", "team": .string(String(p.dropFirst(5)))]
         if let text = form["description"], !text.isEmpty { doc["description"] = .string(String(text.prefix(4000))) }
         if let area = form["mpa"], !area.isEmpty { doc["mpa"] = .string(String(area.prefix(200))) }
         if let due = form["dueDate"], !due.isEmpty {

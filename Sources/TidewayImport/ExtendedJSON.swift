@@ -105,7 +105,7 @@ package enum ExtendedJSONReader {
     }
 
     /// `{"$oid": …}` and the other type wrappers; nil for an ordinary object.
-    static func wrapper(_ fields: [String: JSON], path: String) throws(Failure) -> BSONValue? {
+    static func wrapper(_ fields: JSONObject, path: String) throws(Failure) -> BSONValue? {
         guard let first = fields.keys.first(where: { $0.hasPrefix("$") }) else { return nil }
         let key = fields["$binary"] != nil ? "$binary" : first  // v1 binary: {"$binary", "$type"}
         func bad(_ why: String) -> Failure { Failure(message: "\(path.isEmpty ? "/" : path): \(why)") }

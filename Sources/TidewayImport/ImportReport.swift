@@ -157,7 +157,7 @@ package struct ImportReport: Sendable {
     /// Totals first (the audit page shows the first 300 characters; jsonb puts short keys
     /// first), then per source collection "created/updated/skipped/refused".
     func auditDetail(files: Int) -> JSON {
-        var perCollection: [String: JSON] = [:]
+        var perCollection: JSONObject = [:]
         for (name, c) in collections {
             perCollection[name] = .string("\(c.created)/\(c.updated)/\(c.skipped)/\(c.refused)")
         }

@@ -68,7 +68,7 @@ package enum Mapping {
         switch value {
         case .double(let number): number.isFinite ? .double(number) : .null
         case .string(let text): .string(text)
-        case .document(let fields): .object(fields.mapValues(json))
+        case .document(let fields): .object(JSONObject(fields.mapValues(json)))
         case .array(let items): .array(items.map(json))
         case .binary(let subtype, let bytes):
             if (subtype == 3 || subtype == 4) && bytes.count == 16 {
@@ -121,7 +121,7 @@ package enum Mapping {
 
     /// A document's fields as Tideway stores them: without the partition fields, `_id` the
     /// export's id as text; nil when the document is not an object.
-    static func storedFields(of doc: BSONValue, id: String) -> [String: JSON]? {
+    static func storedFields(of doc: BSONValue, id: String) -> JSONObject? {
         guard case .object(var fields) = json(doc) else { return nil }
         for name in partitionFields { fields[name] = nil }
         fields["_id"] = .string(id)

@@ -4,7 +4,9 @@ extension JSON {
     /// when the target's value is missing or not an object, which also drops the patch's nulls there).
     public func applyingMergePatch(_ patch: JSON) -> JSON {
         guard case .object(let patchFields) = patch else { return patch }
-        var result = objectValue ?? [:]
+        // Merged in a dictionary and sorted once: a patch's keys inserted one at a time into the
+        // sorted fields would cost a shift each (and, with non-ASCII keys, a scan each).
+        var result = objectValue?.dictionary ?? [:]
         for (key, patchValue) in patchFields {
             if patchValue == .null {
                 result[key] = nil
@@ -12,6 +14,6 @@ extension JSON {
                 result[key] = (result[key] ?? .null).applyingMergePatch(patchValue)
             }
         }
-        return .object(result)
+        return .object(JSONObject(result))
     }
 }

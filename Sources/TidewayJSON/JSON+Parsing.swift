@@ -34,7 +34,15 @@ struct JSONParser {
     /// Reused between escaped strings so that decoding them does not allocate each time.
     var scratch: [UInt8] = []
     /// The fields of the objects being parsed, innermost last (`parseObject`).
-    var pairs: [(key: String, value: JSON, offset: Int)] = []
+    var pairs: [(key: String, value: JSON)] = []
+    /// Where each of `pairs`' keys is: its quote's `offset` in the input; `raw`, its byte count
+    /// when it has no escape (its bytes are the input's after the quote), -1 when it has.
+    /// Apart from `pairs` so that comparing keys copies (and retains) nothing.
+    var keys: [(offset: Int, raw: Int, ascii: Bool)] = []
+    /// Reused by `makeObject`: positions in `pairs`, sorted.
+    var order: [Int] = []
+    /// Whether the last string `parseString` read was ASCII (false: unknown, after an escape).
+    var lastStringASCII = false
     /// The elements of the arrays being parsed, innermost last (`parseArray`).
     var elements: [JSON] = []
 
@@ -67,10 +75,10 @@ struct JSONParser {
         }
     }
 
-    /// The fields are gathered on `pairs` and the dictionary made at the `}` with room for
-    /// all of them: grown one insert at a time, it hashed every key again at each resize
-    /// (docs/performance/round-05.md, "The worker's CPU per pushed document"). A duplicate key is
-    /// reported as before, the first one in the text, even when a later error stops the object.
+    /// The fields are gathered on `pairs` and the object made at the `}`: sorted into the
+    /// canonical order once (docs/performance/round-20-fields.md, "The tree's shape changed"),
+    /// after a duplicate key is looked for. A duplicate key is reported as before, the first one
+    /// in the text, even when a later error stops the object.
     private mutating func parseObject(depth: Int) throws(JSONParseError) -> JSON {
         try checkDepth(depth)
         position += 1  // {
@@ -82,11 +90,16 @@ struct JSONParser {
         let base = pairs.count
         // One removeLast() at a time: removeLast(n) and removeSubrange go through the generic
         // replaceSubrange (4% of the worker's CPU per document in pushes of 25, round 19).
-        defer { while pairs.count > base { pairs.removeLast() } }
+        defer {
+            while pairs.count > base {
+                pairs.removeLast()
+                keys.removeLast()
+            }
+        }
         do throws(JSONParseError) {
             try parseFields(depth: depth)
         } catch {
-            _ = try makeObject(from: base)
+            try checkDuplicates(from: base)
             throw error
         }
         return .object(try makeObject(from: base))
@@ -98,12 +111,16 @@ struct JSONParser {
             guard peek() == UInt8(ascii: "\"") else { throw unexpected("where an object key was expected") }
             let keyOffset = position
             let key = try parseString()
+            // An escape always takes more bytes than what it stands for.
+            let raw = key.utf8.count == position - keyOffset - 2 ? key.utf8.count : -1
+            let ascii = lastStringASCII || JSONObject.isASCII(key)
             skipWhitespace()
             guard peek() == UInt8(ascii: ":") else { throw unexpected("where ':' was expected") }
             position += 1
             skipWhitespace()
             let value = try parseValue(depth: depth)
-            pairs.append((key, value, keyOffset))
+            pairs.append((key, value))
+            keys.append((keyOffset, raw, ascii))
             skipWhitespace()
             switch peek() {
             case UInt8(ascii: ","):
@@ -118,13 +135,85 @@ struct JSONParser {
         }
     }
 
-    /// The object of `pairs[base...]`; the first repeated key is an error.
-    private func makeObject(from base: Int) throws(JSONParseError) -> [String: JSON] {
-        var fields = [String: JSON](minimumCapacity: pairs.count - base)
-        for (key, value, keyOffset) in pairs[base...] where fields.updateValue(value, forKey: key) != nil {
-            throw JSONParseError(.syntax, "duplicate object key \"\(key)\"", at: keyOffset)
+    /// The object of `pairs[base...]`; the first repeated key is an error. Fields in order
+    /// already (a canonical text's) cost one comparison each; others are sorted by position, the
+    /// keys compared on the input's bytes where they have no escape.
+    private mutating func makeObject(from base: Int) throws(JSONParseError) -> JSONObject {
+        let end = pairs.count
+        var ascii = true
+        var sorted = true
+        for index in base..<end {
+            if !keys[index].ascii { ascii = false }
+            if sorted && index > base && keyOrder(index - 1, index) >= 0 { sorted = false }
         }
-        return fields
+        // Keys `==` with other bytes (canonical equivalence) are neither adjacent once sorted
+        // nor out of order.
+        if !ascii { try checkDuplicates(from: base) }
+        var fields: [JSONObject.Element] = []
+        fields.reserveCapacity(end - base)
+        if sorted {
+            for index in base..<end { fields.append((pairs[index].key, pairs[index].value)) }
+            return JSONObject(sortedFields: fields, hasNonASCIIKey: !ascii)
+        }
+        // Taken out of `self` while sorted by what `self` holds, and put back for the next object.
+        var order = self.order
+        self.order = []
+        defer { self.order = order }
+        order.removeAll(keepingCapacity: true)
+        order.append(contentsOf: base..<end)
+        // Equal keys in the text's order, so that a run's second is its second in the text.
+        func precedes(_ left: Int, _ right: Int) -> Bool {
+            let keys = keyOrder(left, right)
+            return keys < 0 || keys == 0 && left < right
+        }
+        if end - base <= 32 {
+            // Insertion sort: an object's few fields, mostly in runs already (jsonb's order).
+            for next in 1..<order.count {
+                let moving = order[next]
+                var slot = next
+                while slot > 0 && precedes(moving, order[slot - 1]) {
+                    order[slot] = order[slot - 1]
+                    slot -= 1
+                }
+                order[slot] = moving
+            }
+        } else {
+            order.sort(by: precedes)
+        }
+        // The first repeated in the text is the least offset among each run's second.
+        var repeated: Int? = nil
+        for next in 1..<order.count where keyOrder(order[next - 1], order[next]) == 0
+            && (next == 1 || keyOrder(order[next - 2], order[next]) != 0)
+            && keys[order[next]].offset < (repeated.map { keys[$0].offset } ?? Int.max) {
+            repeated = order[next]
+        }
+        if let repeated { throw duplicate(pairs[repeated].key, at: keys[repeated].offset) }
+        for index in order { fields.append((pairs[index].key, pairs[index].value)) }
+        return JSONObject(sortedFields: fields, hasNonASCIIKey: !ascii)
+    }
+
+    /// The order of the keys of `pairs[left]` and `pairs[right]` (`JSONObject.compare`).
+    private func keyOrder(_ left: Int, _ right: Int) -> Int {
+        let leftCount = keys[left].raw, rightCount = keys[right].raw
+        guard leftCount >= 0 && rightCount >= 0 else { return JSONObject.compare(pairs[left].key, pairs[right].key) }
+        let leftStart = keys[left].offset + 1, rightStart = keys[right].offset + 1
+        for index in 0..<min(leftCount, rightCount) {
+            let l = bytes[leftStart + index], r = bytes[rightStart + index]
+            if l != r { return Int(l) - Int(r) }
+        }
+        return leftCount - rightCount
+    }
+
+    /// The first key of `pairs[base...]` repeated in the text (as `==` compares keys), as an error.
+    private func checkDuplicates(from base: Int) throws(JSONParseError) {
+        var seen = Set<String>(minimumCapacity: pairs.count - base)
+        for index in base..<pairs.count where !seen.insert(pairs[index].key).inserted {
+            throw duplicate(pairs[index].key, at: keys[index].offset)
+        }
+    }
+
+    private func duplicate(_ key: String, at offset: Int) -> JSONParseError {
+        JSONParseError(.syntax, "duplicate object key \"\(key)\"", at: offset)
     }
 
     /// The elements are gathered on `elements` and the array made at the `]` at its size: grown

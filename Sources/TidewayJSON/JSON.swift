@@ -1,5 +1,5 @@
-/// A JSON value. Objects are unordered; `serialized()` writes keys sorted, which makes
-/// the text canonical (the report history hashes it).
+/// A JSON value. An object holds its fields in the canonical text's order (`JSONObject`), which
+/// `serialized()` writes as they are (the report history hashes the text).
 public enum JSON: Sendable, Equatable, Hashable {
     case null
     case bool(Bool)
@@ -8,7 +8,7 @@ public enum JSON: Sendable, Equatable, Hashable {
     case double(Double)
     case string(String)
     case array([JSON])
-    case object([String: JSON])
+    case object(JSONObject)
 
     public subscript(key: String) -> JSON? {
         if case .object(let fields) = self { return fields[key] }
@@ -20,7 +20,7 @@ public enum JSON: Sendable, Equatable, Hashable {
         return nil
     }
 
-    public var objectValue: [String: JSON]? {
+    public var objectValue: JSONObject? {
         if case .object(let o) = self { return o }
         return nil
     }
@@ -75,7 +75,7 @@ extension JSON: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Express
     public init(floatLiteral value: Double) { self = .double(value) }
     public init(arrayLiteral elements: JSON...) { self = .array(elements) }
     public init(dictionaryLiteral elements: (String, JSON)...) {
-        self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
+        self = .object(JSONObject(elements))
     }
     public init(nilLiteral: ()) { self = .null }
 }

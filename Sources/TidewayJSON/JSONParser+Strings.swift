@@ -14,7 +14,8 @@ extension JSONParser {
             if byte == UInt8(ascii: "\"") {
                 try checkLength(position - start, stringAt: open)
                 let utf8 = UnsafeBufferPointer(rebasing: bytes[start..<position])
-                let text = seen < 0x80 ? String(decoding: utf8, as: UTF8.self) : try makeString(utf8, stringAt: open)
+                lastStringASCII = seen < 0x80
+                let text = lastStringASCII ? String(decoding: utf8, as: UTF8.self) : try makeString(utf8, stringAt: open)
                 position += 1
                 return text
             }
@@ -28,6 +29,7 @@ extension JSONParser {
 
     /// Slow path, entered at the first backslash: decodes into `scratch`, copying unescaped runs whole.
     private mutating func parseEscapedString(open: Int, start: Int) throws(JSONParseError) -> String {
+        lastStringASCII = false
         scratch.removeAll(keepingCapacity: true)
         var runStart = start
         while position < bytes.count {

@@ -69,7 +69,7 @@ public struct AppError: Error, Sendable, Equatable {
 
     /// The error's JSON, as in the contract: `{"error": {"code", "message", "path"?, "requestId"?}}`.
     public var json: JSON {
-        var fields: [String: JSON] = ["code": .string(code.rawValue), "message": .string(message)]
+        var fields: JSONObject = ["code": .string(code.rawValue), "message": .string(message)]
         if let path { fields["path"] = .string(path) }
         if let requestID, !requestID.isEmpty { fields["requestId"] = .string(requestID) }
         return ["error": .object(fields)]

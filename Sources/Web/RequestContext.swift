@@ -65,7 +65,7 @@ public final class RequestContext {
     }
 
     /// The body as a JSON object whose keys are all in `allowed`.
-    public func jsonObject(allowing allowed: Set<String>, stringBytes: Int? = nil) throws -> [String: JSON] {
+    public func jsonObject(allowing allowed: Set<String>, stringBytes: Int? = nil) throws -> JSONObject {
         guard case .object(let fields) = try jsonBody(stringBytes: stringBytes) else { throw AppError.badRequest("expected a JSON object") }
         if let unknown = fields.keys.first(where: { !allowed.contains($0) }) {
             throw AppError.badRequest("unknown field '\(unknown)'")

@@ -139,11 +139,11 @@ import Testing
             var path = JSONPointer()
             let unchanged: Bool
             do throws(SchemaViolation) {
-                unchanged = try SchemaValidator.check(document, against: .object(fields), at: &path) == nil
+                unchanged = try SchemaValidator.check(document, against: .object(Schema.Fields(fields)), at: &path) == nil
             } catch {
                 unchanged = false
             }
-            #expect(SchemaValidator.isValidAsIs(document, against: .object(fields)) == unchanged, "\(collection) \(document)")
+            #expect(SchemaValidator.isValidAsIs(document, against: .object(Schema.Fields(fields))) == unchanged, "\(collection) \(document)")
             if unchanged { asIs += 1 }
         }
         // The report, the minimal one, the one with nulls, the duty change and the mpa; the rest

@@ -25,4 +25,12 @@ import Testing
             .applyingMergePatch(["draft": nil, "vessel": ["permitNumber": "P-7"]])
         #expect(merged == ["_id": "r1", "vessel": ["name": "Amani II", "homePort": "Dar", "permitNumber": "P-7"]])
     }
+
+    /// The merged object is in the canonical order, and a key equivalent to the target's with
+    /// other bytes patches that field (as the dictionaries did), keeping the target's spelling.
+    @Test func mergedFieldsAreInOrderAndEquivalentKeysAreOneField() throws {
+        let merged = JSON.object(["m": 1, "é": 2]).applyingMergePatch(["e\u{301}": 3, "b": 4, "z": ["y": 1, "a": 2]])
+        #expect(merged.serialized() == #"{"b":4,"m":1,"z":{"a":2,"y":1},"é":3}"#)
+        #expect(try JSON(parsing: merged.serialized()) == merged)
+    }
 }
