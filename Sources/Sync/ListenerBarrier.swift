@@ -84,7 +84,7 @@ final class SendingLink: ListenerLink {
 ///
 /// `@unchecked Sendable`: all mutable state is guarded by `lock`.
 final class ListenerBarrier: @unchecked Sendable {
-    private final class Waiter {
+    fileprivate final class Waiter {
         let ticket: UInt64
         let semaphore = DispatchSemaphore(value: 0)
         /// Set before the semaphore is signalled: let through (true) or the listener lost.
@@ -106,12 +106,39 @@ final class ListenerBarrier: @unchecked Sendable {
     /// A poll is reading the connection (`drive`); the listener thread does not.
     private var driving = false
 
+    /// A poll's place in the barrier, taken with `take` and waited for with `finish`, or
+    /// given back with `release`.
+    final class Ticket {
+        fileprivate let waiter: Waiter
+        fileprivate let link: any ListenerLink
+        /// This poll reads the connection for its round trip (`drive`).
+        fileprivate let drives: Bool
+        fileprivate var settled = false
+        fileprivate init(waiter: Waiter, link: any ListenerLink, drives: Bool) {
+            self.waiter = waiter
+            self.link = link
+            self.drives = drives
+        }
+    }
+
+    /// Waits until a round trip sent after this call lets the caller through (true), or the
+    /// listener is lost, or `timeout` passed (false).
     func await(timeout: TimeInterval) -> Bool {
-        let deadline = DispatchTime.now() + timeout
+        guard let ticket = take() else { return false }
+        return finish(ticket, timeout: timeout)
+    }
+
+    /// Takes a ticket now, and sends a round trip if none is in flight: a round trip sent after
+    /// this call covers it. Taken as a poll arrives, before its own work (the body's parse,
+    /// the cursor's MAC, the token's digest), the round trip runs meanwhile, and its answer is
+    /// often in when the poll asks (`finish`): no sleep for it
+    /// (docs/performance/round-20-idle.md, "Change: the barrier begun at the poll's arrival").
+    /// Nil without a listening connection.
+    func take() -> Ticket? {
         lock.lock()
         guard let link else {
             lock.unlock()
-            return false
+            return nil
         }
         asked += 1
         let waiter = Waiter(ticket: asked)
@@ -129,36 +156,64 @@ final class ListenerBarrier: @unchecked Sendable {
         lock.unlock()
         // After the ticket was taken: this round trip covers it.
         if sending { link.send() }
-        if drives {
+        return Ticket(waiter: waiter, link: link, drives: drives)
+    }
+
+    /// Waits for `ticket` (once): true once a round trip sent after it was taken let it
+    /// through, false when the listener was lost or `timeout` (from now) passed.
+    func finish(_ ticket: Ticket, timeout: TimeInterval) -> Bool {
+        precondition(!ticket.settled, "a ticket is awaited or released once")
+        ticket.settled = true
+        let waiter = ticket.waiter, link = ticket.link
+        let deadline = DispatchTime.now() + timeout
+        if ticket.drives {
             // Read until a round trip lets this poll through (its own answer: only this
-            // thread reads now), the connection fails, or the time is up.
+            // thread reads now), the connection fails, or the time is up. An answer already
+            // in is read without a sleep (`drive`'s poll returns at once).
             var through = false
             while !through {
                 let left = Double(deadline.uptimeNanoseconds &- DispatchTime.now().uptimeNanoseconds) / 1e9
                 guard left > 0, left <= timeout, link.drive(timeout: left) else { break }
                 through = waiter.semaphore.wait(timeout: .now()) == .success
             }
-            lock.lock()
-            // Only if this is still the connection it read: a new one starts afresh.
-            if let current = self.link, current === link {
-                driving = false
-                current.listenerWatches(true)
-            }
-            lock.unlock()
+            handBack(link)
             if through { return waiter.passed }
         }
         if waiter.semaphore.wait(timeout: deadline) == .success { return waiter.passed }
         // Timed out: withdraw, unless a round trip (or the loss) took it meanwhile and is
         // about to signal it.
-        lock.lock()
-        if let index = waiters.firstIndex(where: { $0 === waiter }) {
-            waiters.remove(at: index)
-            lock.unlock()
-            return false
-        }
-        lock.unlock()
+        if withdraw(waiter) { return false }
         waiter.semaphore.wait()
         return waiter.passed
+    }
+
+    /// Gives back a ticket that will not be awaited (the poll found it needs no barrier, or
+    /// failed first): its round trip still goes and comes back, read by the listener.
+    func release(_ ticket: Ticket) {
+        guard !ticket.settled else { return }
+        ticket.settled = true
+        if ticket.drives { handBack(ticket.link) }
+        _ = withdraw(ticket.waiter)
+    }
+
+    /// A driving poll is done reading: the listener thread reads again (only if this is still
+    /// the connection it read: a new one starts afresh).
+    private func handBack(_ link: any ListenerLink) {
+        lock.lock()
+        if let current = self.link, current === link {
+            driving = false
+            current.listenerWatches(true)
+        }
+        lock.unlock()
+    }
+
+    /// Removes a waiter not yet let through: true if it was still waiting.
+    private func withdraw(_ waiter: Waiter) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let index = waiters.firstIndex(where: { $0 === waiter }) else { return false }
+        waiters.remove(at: index)
+        return true
     }
 
     /// The round trip in flight was answered (and the notifications that came ahead of it

@@ -202,4 +202,66 @@ import Testing
         third.done.wait()
         #expect(third.passed == true && wire.driven == 1)
     }
+
+    /// A ticket taken as a poll arrives sends its round trip at once; the answer read while
+    /// the poll did its own work lets it through when it asks, and a change notified before
+    /// the take is covered: the Sync went out after it.
+    @Test func aTicketTakenEarlyIsLetThroughByTheRoundTripSentAtItsTake() {
+        let barrier = ListenerBarrier()
+        let wire = DrivableWire()
+        wire.barrier = barrier
+        barrier.connected(wire)
+        guard let ticket = barrier.take() else { Issue.record("no ticket with a listener"); return }
+        #expect(wire.sent == 1, "the round trip goes at the take, not at the wait")
+        #expect(wire.watched == [false], "the poll that sent it reads it: the listener's watch paused")
+        #expect(barrier.finish(ticket, timeout: 5))
+        #expect(wire.sent == 1 && wire.driven == 1)
+        #expect(wire.watched == [false, true])
+    }
+
+    /// A ticket never waited for is given back: the listener reads again (its watch restarted)
+    /// and the round trip's answer lets nobody through; a ticket taken after it is covered by
+    /// a round trip of its own, never by the given-back one's.
+    @Test func aTicketGivenBackHandsTheConnectionToTheListener() {
+        let barrier = ListenerBarrier()
+        let wire = DrivableWire()
+        wire.barrier = barrier
+        barrier.connected(wire)
+        guard let given = barrier.take() else { Issue.record("no ticket with a listener"); return }
+        barrier.release(given)
+        #expect(wire.watched == [false, true])
+        #expect(barrier.listenerMayRead(), "the listener reads the answer of a ticket given back")
+        // A poll arriving while the given-back round trip is in flight waits for the next.
+        let later = Waiter(barrier)
+        while wire.sent < 1 { usleep(1000) }
+        usleep(50_000)
+        #expect(later.done.wait(timeout: .now() + 0.1) == .timedOut)
+        barrier.answered()  // the given-back ticket's answer: sends the next round trip
+        barrier.listenerDone {}
+        #expect(later.done.wait(timeout: .now() + 0.1) == .timedOut, "let through by a Sync sent before it came")
+        #expect(wire.sent == 2)
+        #expect(barrier.listenerMayRead())
+        barrier.answered()
+        barrier.listenerDone {}
+        later.done.wait()
+        #expect(later.passed == true)
+        // Given back twice, or after it was waited for: nothing more happens.
+        barrier.release(given)
+        #expect(wire.sent == 2)
+    }
+
+    /// A ticket taken while another's round trip is in flight is given back: no round trip
+    /// is sent for nobody when that answer comes in.
+    @Test func aWaitingTicketGivenBackSendsNothingMore() {
+        let barrier = ListenerBarrier()
+        let wire = Self.connected(barrier)
+        let first = Waiter(barrier)
+        wire.await(1)
+        guard let second = barrier.take() else { Issue.record("no ticket with a listener"); return }
+        barrier.release(second)
+        barrier.answered()
+        first.done.wait()
+        #expect(first.passed == true)
+        #expect(wire.sent == 1)
+    }
 }
