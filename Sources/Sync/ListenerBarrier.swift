@@ -234,8 +234,8 @@ final class ListenerBarrier: @unchecked Sendable {
     /// a round trip sent for waiting polls is in flight: the first of them reads its answer
     /// (signalled after the lock; it takes the role up when it asks, or at once if it sleeps),
     /// rather than the listener thread, whose wake-up, then the poll's, were two of a poll's
-    /// switches where the poll's own read is one (docs/performance/round-20-idle.md, "The reading
-    /// handed to a waiting poll"). The listener's watch stays paused.
+    /// switches where the poll's own read is one (docs/performance/round-20-idle.md, "Change:
+    /// the reading handed to a waiting poll"). The listener's watch stays paused.
     private func handOver() -> Waiter? {
         guard inFlight != nil, let link, link.drivable, let next = waiters.first else { return nil }
         driver = next
