@@ -265,27 +265,34 @@ def current(api, cursor):
     return cursor
 
 
+def idle_poll_script(token, body):
+    """wrk's Lua script of one poll, the JSON `body` posted with `token`: its path (the caller
+    unlinks it)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
+        f.write(f'wrk.method = "POST"\nwrk.body = {json.dumps(body)}\n'
+                f'wrk.headers["Content-Type"] = "application/json"\n'
+                f'wrk.headers["Accept-Encoding"] = "gzip"\n'
+                f'wrk.headers["Authorization"] = "Bearer {token}"\n')
+    return f.name
+
+
 def bench_idle(api, cursor):
     cursor = current(api, cursor)
     body = json.dumps({"partitions": {PARTITION: cursor}, "limit": 100})
     r = api.post("/api/v1/sync/pull", json.loads(body)).json()["partitions"][PARTITION]
     assert r["changes"] == [] and r["status"] == "ok", "the cursor must be current"
     seq, horizon = clock()
-    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
-        f.write(f'wrk.method = "POST"\nwrk.body = {json.dumps(body)}\n'
-                f'wrk.headers["Content-Type"] = "application/json"\n'
-                f'wrk.headers["Accept-Encoding"] = "gzip"\n'
-                f'wrk.headers["Authorization"] = "Bearer {api.token}"\n')
+    script = idle_poll_script(api.token, body)
     statement = (f"select app.unchanged(sha256(convert_to('{api.token}', 'UTF8')), array['{PARTITION}'], "
                  f"array[{seq}]::bigint[], array[{horizon}]::bigint[]);\n")
     polls, dbs = [], []
     try:
         for _ in range(ROUNDS):
-            polls.append(wrk(URL + "/api/v1/sync/pull", f.name))
+            polls.append(wrk(URL + "/api/v1/sync/pull", script))
             lat, tps, done, db_cpu = pgbench(statement, clients=32, seconds=5)
             dbs.append((tps, db_cpu / done))
     finally:
-        os.unlink(f.name)
+        os.unlink(script)
     return dict(rps=med(p["rps"] for p in polls), p99=med(p["p99"] for p in polls), bad=sum(p["bad"] for p in polls),
                 cpu=med(p["cpu"] for p in polls), parts=tuple(med(p["parts"][i] for p in polls) for i in range(3)),
                 db_rps=med(d[0] for d in dbs), db_cpu=med(d[1] for d in dbs))

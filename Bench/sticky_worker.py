@@ -13,7 +13,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import json
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -67,17 +66,13 @@ def push_row(mode, name, tok, doc, batch, connections):
 
 def idle_row(mode, api, cursor):
     body = json.dumps({"partitions": {reads_bench.PARTITION: cursor}, "limit": 100})
-    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
-        f.write(f'wrk.method = "POST"\nwrk.body = {json.dumps(body)}\n'
-                f'wrk.headers["Content-Type"] = "application/json"\n'
-                f'wrk.headers["Accept-Encoding"] = "gzip"\n'
-                f'wrk.headers["Authorization"] = "Bearer {api.token}"\n')
+    script = reads_bench.idle_poll_script(api.token, body)
     try:
         before = per_worker()
-        p = reads_bench.wrk(reads_bench.URL + "/api/v1/sync/pull", f.name)
+        p = reads_bench.wrk(reads_bench.URL + "/api/v1/sync/pull", script)
         share = shares(before, per_worker())
     finally:
-        os.unlink(f.name)
+        os.unlink(script)
     w, n, pg = (1000 * x for x in p["parts"])
     print(f"{mode} idle32   {p['rps']:6.0f} polls/s p99 {p['p99']:5.2f} ms | CPU {1000 * p['cpu']:.3f} ms/poll = workers {w:.3f}"
           f" + nginx {n:.3f} + pg {pg:.3f} | workers' share {share}%{' BAD ' + str(p['bad']) if p['bad'] else ''}", flush=True)

@@ -179,6 +179,24 @@ public final class ChangeHub: @unchecked Sendable {
         trips.await(timeout: 1)
     }
 
+    /// `barrier()` begun now and finished by `barrier(_:)` (or given back by `release(_:)`):
+    /// it covers every notification committed before this call, and its round trip runs
+    /// while the caller does its own work (`ListenerBarrier.take`). Nil: no listener.
+    func takeBarrier() -> ListenerBarrier.Ticket? {
+        trips.take()
+    }
+
+    /// Finishes a barrier begun by `takeBarrier()` (false without one, as `barrier()`).
+    func barrier(_ ticket: ListenerBarrier.Ticket?) -> Bool {
+        guard let ticket else { return false }
+        return trips.finish(ticket, timeout: 1)
+    }
+
+    /// Gives back a barrier begun and not finished (nothing if it was).
+    func release(_ ticket: ListenerBarrier.Ticket?) {
+        if let ticket { trips.release(ticket) }
+    }
+
     /// The listener thread: reads the listening connection whenever input arrives (and
     /// every 5 s, to notice a lost connection), unless a poll is reading it for its own
     /// round trip (`ListenerBarrier`).

@@ -45,8 +45,10 @@ public final class Presence: Sendable {
 
     /// Call after a successful sync request (its Bearer token identifies the login) that
     /// does not write: the touch in a small transaction of its own.
-    func touch(_ context: RequestContext, digest known: [UInt8]? = nil) {
+    /// `beforeWriting`: called only when the touch is due, before its write.
+    func touch(_ context: RequestContext, digest known: [UInt8]? = nil, beforeWriting: () -> Void = {}) {
         guard let token = context.bearerToken, due(context, digest: known) else { return }
+        beforeWriting()
         do {
             try context.asCaller(token: token) { tx, _ in _ = try tx.query(Presence.statement) }
         } catch let error as DatabaseError where error.sqlState == "28000" {

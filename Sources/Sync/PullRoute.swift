@@ -27,6 +27,12 @@ import Web
 /// each is its own transaction; the idle check and the snapshot are never both writes.
 enum PullRoute {
     static func pull(_ context: RequestContext, _ service: SyncService) throws -> HTTPResponse {
+        let hub = service.changes
+        // The idle check's barrier, begun as the poll arrives: its round trip runs while the
+        // body is parsed and checked (`unchanged`, ListenerBarrier.take).
+        let arrival = hub.takeBarrier()
+        defer { hub.release(arrival) }
+        var early = arrival
         let body = try context.jsonObject(allowing: ["partitions", "limit", "wait", "clientId"])
         let request = try PullRequest(body, key: context.app.secrets.cursorKey, maxLimit: context.app.config.limits.changesPerPull)
         context.loggedClientID = request.clientID
@@ -36,14 +42,19 @@ enum PullRoute {
         guard let token = context.bearerToken else { throw AppError.unauthenticated }
         // Once per request: presence and the idle check's memory key on it.
         let digest = Tokens.digest(token)
-        let hub = service.changes
         let deadline = Date().addingTimeInterval(request.wait)
         while true {
             // Read before the snapshot: a commit after it wakes the wait below.
             let seen = hub.generation
             // Before the snapshot, so that the caller's own document already says On-Line.
-            service.presence.touch(context, digest: digest)
-            let idle = try unchanged(request, context: context, hub: hub, seen: seen, digest: digest)
+            service.presence.touch(context, digest: digest) {
+                // A write of its own (milliseconds): the barrier begun at the arrival is given
+                // back first, so that the listener reads the connection meanwhile.
+                hub.release(early)
+                early = nil
+            }
+            let idle = try unchanged(request, context: context, hub: hub, seen: seen, digest: digest, barrier: early)
+            early = nil
             let answer: Answer
             if let unchanged = idle.answer {
                 answer = unchanged
@@ -120,9 +131,13 @@ enum PullRoute {
     /// heard every notification committed before the poll (`ChangeHub.barrier`), so that a
     /// revocation or a write acknowledged before the poll is always seen. Such an answer
     /// never carries documents, and its cursors are the ones asked with.
-    /// `hash`: the token's digest (`Tokens.digest`).
+    /// `hash`: the token's digest (`Tokens.digest`). `early`: a barrier taken when the poll
+    /// arrived (`ChangeHub.takeBarrier`), else one is taken here; given back at once when
+    /// not waited for, so that the listener reads again.
     static func unchanged(_ request: PullRequest, context: RequestContext, hub: ChangeHub,
-                          seen: UInt64, digest hash: [UInt8]) throws -> (answer: Answer?, lsn: String?) {
+                          seen: UInt64, digest hash: [UInt8],
+                          barrier early: ListenerBarrier.Ticket? = nil) throws -> (answer: Answer?, lsn: String?) {
+        defer { hub.release(early) }
         guard !request.partitions.isEmpty else { return (nil, nil) }
         var names: [String] = [], seqs: [String] = [], horizons: [String] = []
         var cursors: [Cursor] = []
@@ -139,11 +154,14 @@ enum PullRoute {
                 && zip(names, cursors).allSatisfy { hub.quiet($0, seq: $1.seq, horizon: $1.horizon) }
         }
         // Known before and after every change committed before this poll has been heard.
-        if known() && hub.barrier() && known() {
+        if known() && hub.barrier(early ?? hub.takeBarrier()) && known() {
             var answer = idle(request, context: context)
             answer.fromMemory = true
             return (answer, nil)
         }
+        // Not waited for: given back before the statement, so that the connection is read
+        // meanwhile (a poll that reads it would hold it through the statement).
+        hub.release(early)
         let authSeen = hub.auth.generation
         let asked = AuthCache.now()
         // One statement, its own transaction (no BEGIN/COMMIT around it: a third of the

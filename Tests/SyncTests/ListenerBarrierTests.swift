@@ -175,31 +175,113 @@ import Testing
         let driver = Waiter(barrier)
         while wire.driven == 0 { usleep(1000) }
         #expect(!barrier.listenerMayRead(), "the listener reads while a poll does")
-        // A poll that comes now waits for the next round trip, sent when this one is answered.
+        // A poll that comes now waits for the next round trip, sent when this one is answered,
+        // and reads its answer itself: the reading is handed to it, not back to the listener.
         let second = Waiter(barrier)
         usleep(50_000)
         wire.hold.signal()
         driver.done.wait()
         #expect(driver.passed == true)
-        #expect(wire.watched == [false, true])
-        // The second poll's round trip was sent by the answer; the listener reads it.
-        #expect(second.done.wait(timeout: .now() + 0.2) == .timedOut)
+        while wire.driven < 2 { usleep(1000) }
         #expect(wire.sent == 2)
-        #expect(barrier.listenerMayRead())
-        barrier.answered()
-        var watchedAgain = false
-        barrier.listenerDone { watchedAgain = true }
+        #expect(wire.watched == [false], "the listener's watch stays paused while the reading is handed on")
+        #expect(!barrier.listenerMayRead(), "the listener reads while the second poll does")
+        wire.hold.signal()
         second.done.wait()
-        #expect(second.passed == true && watchedAgain)
-        // The listener reading: a poll sends but does not read.
+        #expect(second.passed == true)
+        #expect(wire.watched == [false, true])
+        // The listener reading: a poll sends but does not read; the listener reads its answer.
         #expect(barrier.listenerMayRead())
         let third = Waiter(barrier)
         while wire.sent < 3 { usleep(1000) }
         usleep(50_000)
-        #expect(wire.driven == 1)
+        #expect(wire.driven == 2)
         barrier.answered()
-        barrier.listenerDone {}
+        var watchedAgain = false
+        barrier.listenerDone { watchedAgain = true }
         third.done.wait()
-        #expect(third.passed == true && wire.driven == 1)
+        #expect(third.passed == true && wire.driven == 2 && watchedAgain)
+    }
+
+    /// The listener, done reading while a round trip sent for a waiting poll is in flight,
+    /// hands its reading to that poll and leaves its own watch paused; the poll, let through,
+    /// restarts it.
+    @Test func theListenerHandsTheNextRoundTripToTheFirstPollItCovers() {
+        let barrier = ListenerBarrier()
+        let wire = DrivableWire()
+        wire.barrier = barrier
+        barrier.connected(wire)
+        #expect(barrier.listenerMayRead())
+        let first = Waiter(barrier)
+        while wire.sent < 1 { usleep(1000) }
+        let second = Waiter(barrier)
+        usleep(50_000)
+        barrier.answered()  // the listener reads the first round trip; the second's goes out
+        first.done.wait()
+        #expect(first.passed == true && wire.sent == 2)
+        var watched = false
+        barrier.listenerDone { watched = true }
+        second.done.wait()
+        #expect(second.passed == true && !watched)
+        #expect(wire.driven == 1 && wire.watched == [true])
+    }
+
+    /// A ticket taken as a poll arrives sends its round trip at once; the answer read while
+    /// the poll did its own work lets it through when it asks, and a change notified before
+    /// the take is covered: the Sync went out after it.
+    @Test func aTicketTakenEarlyIsLetThroughByTheRoundTripSentAtItsTake() {
+        let barrier = ListenerBarrier()
+        let wire = DrivableWire()
+        wire.barrier = barrier
+        barrier.connected(wire)
+        guard let ticket = barrier.take() else { Issue.record("no ticket with a listener"); return }
+        #expect(wire.sent == 1, "the round trip goes at the take, not at the wait")
+        #expect(wire.watched == [false], "the poll that sent it reads it: the listener's watch paused")
+        #expect(barrier.finish(ticket, timeout: 5))
+        #expect(wire.sent == 1 && wire.driven == 1)
+        #expect(wire.watched == [false, true])
+    }
+
+    /// A ticket never waited for is given back: the listener reads again (its watch restarted)
+    /// and the round trip's answer lets nobody through; a ticket taken after it is covered by
+    /// a round trip of its own, never by the given-back one's (whose answer let nothing
+    /// through before the poll read its own).
+    @Test func aTicketGivenBackHandsTheConnectionToTheListener() {
+        let barrier = ListenerBarrier()
+        let wire = DrivableWire()
+        wire.barrier = barrier
+        barrier.connected(wire)
+        guard let given = barrier.take() else { Issue.record("no ticket with a listener"); return }
+        barrier.release(given)
+        #expect(wire.watched == [false, true])
+        #expect(barrier.listenerMayRead(), "the listener reads the answer of a ticket given back")
+        // A poll arriving while the given-back round trip is in flight waits for the next.
+        let later = Waiter(barrier)
+        while wire.sent < 1 { usleep(1000) }
+        usleep(50_000)
+        #expect(later.done.wait(timeout: .now() + 0.1) == .timedOut)
+        barrier.answered()  // the given-back ticket's answer: lets nobody through, sends the next
+        #expect(wire.sent == 2 && wire.driven == 0)
+        barrier.listenerDone {}  // and hands the reading to the poll the next one covers
+        later.done.wait()
+        #expect(later.passed == true && wire.driven == 1)
+        // Given back twice, or after it was waited for: nothing more happens.
+        barrier.release(given)
+        #expect(wire.sent == 2)
+    }
+
+    /// A ticket taken while another's round trip is in flight is given back: no round trip
+    /// is sent for nobody when that answer comes in.
+    @Test func aWaitingTicketGivenBackSendsNothingMore() {
+        let barrier = ListenerBarrier()
+        let wire = Self.connected(barrier)
+        let first = Waiter(barrier)
+        wire.await(1)
+        guard let second = barrier.take() else { Issue.record("no ticket with a listener"); return }
+        barrier.release(second)
+        barrier.answered()
+        first.done.wait()
+        #expect(first.passed == true)
+        #expect(wire.sent == 1)
     }
 }
