@@ -73,9 +73,8 @@ final class SendingLink: ListenerLink {
 /// to be let through, were two of a poll's three or four thread switches in the worker
 /// (docs/performance/round-09.md, "The idle poll's round trip read by the poll"). It does so only when
 /// the listener thread is not reading at that moment (else the listener reads it, as before),
-/// and hands the connection on once its own ticket is through: a round trip sent for polls
-/// that came meanwhile is read by the first of them (`handOver`), and only with no poll
-/// waiting does the listener thread read again.
+/// and hands the connection back once its own ticket is through: a round trip sent for polls
+/// that came meanwhile is read by the listener.
 ///
 /// Each poll that waits for another's round trip sleeps on a semaphore of its own, signalled
 /// once a round trip covers it. With one condition broadcast, every poll a round trip let
@@ -90,9 +89,6 @@ final class ListenerBarrier: @unchecked Sendable {
         let semaphore = DispatchSemaphore(value: 0)
         /// Set before the semaphore is signalled: let through (true) or the listener lost.
         var passed = false
-        /// Set (under the lock) before the semaphore is signalled: this poll now reads the
-        /// connection (`handOver`); cleared by the poll when it takes the role up.
-        var handed = false
         init(ticket: UInt64) { self.ticket = ticket }
     }
 
@@ -107,9 +103,8 @@ final class ListenerBarrier: @unchecked Sendable {
     /// The listener thread is reading the connection (between `listenerMayRead` and
     /// `listenerDone`).
     private var listenerReading = false
-    /// The poll that reads the connection (`drive`), or will as soon as it asks; the listener
-    /// thread does not meanwhile.
-    private var driver: Waiter?
+    /// A poll is reading the connection (`drive`); the listener thread does not.
+    private var driving = false
 
     /// A poll's place in the barrier, taken with `take` and waited for with `finish`, or
     /// given back with `release`.
@@ -152,8 +147,8 @@ final class ListenerBarrier: @unchecked Sendable {
         var drives = false
         if sending {
             inFlight = asked
-            if link.drivable && !listenerReading && driver == nil {
-                driver = waiter
+            if link.drivable && !listenerReading && !driving {
+                driving = true
                 drives = true
                 link.listenerWatches(false)
             }
@@ -171,76 +166,45 @@ final class ListenerBarrier: @unchecked Sendable {
         ticket.settled = true
         let waiter = ticket.waiter, link = ticket.link
         let deadline = DispatchTime.now() + timeout
-        var drives = ticket.drives
-        while true {
-            if drives {
-                // Read until a round trip lets this poll through (its own answer: only this
-                // thread reads now), the connection fails, or the time is up. An answer
-                // already in is read without a sleep (`drive`'s poll returns at once).
-                var through = false
-                while !through {
-                    let left = Double(deadline.uptimeNanoseconds &- DispatchTime.now().uptimeNanoseconds) / 1e9
-                    guard left > 0, left <= timeout, link.drive(timeout: left) else { break }
-                    through = waiter.semaphore.wait(timeout: .now()) == .success
-                }
-                handBack(waiter, link)
-                if through { return waiter.passed }
+        if ticket.drives {
+            // Read until a round trip lets this poll through (its own answer: only this
+            // thread reads now), the connection fails, or the time is up. An answer already
+            // in is read without a sleep (`drive`'s poll returns at once).
+            var through = false
+            while !through {
+                let left = Double(deadline.uptimeNanoseconds &- DispatchTime.now().uptimeNanoseconds) / 1e9
+                guard left > 0, left <= timeout, link.drive(timeout: left) else { break }
+                through = waiter.semaphore.wait(timeout: .now()) == .success
             }
-            guard waiter.semaphore.wait(timeout: deadline) == .success else { break }
-            // Woken to read the connection for the round trip that covers it (`handOver`), or
-            // let through (or failed).
-            drives = lock.withLock { () -> Bool in
-                defer { waiter.handed = false }
-                return waiter.handed
-            }
-            if !drives { return waiter.passed }
+            handBack(link)
+            if through { return waiter.passed }
         }
-        // Timed out: withdraw (and pass the reading on if it was just handed to this poll),
-        // unless a round trip (or the loss) took it meanwhile and is about to signal it.
-        if withdraw(waiter) {
-            handBack(waiter, link)
-            return false
-        }
+        if waiter.semaphore.wait(timeout: deadline) == .success { return waiter.passed }
+        // Timed out: withdraw, unless a round trip (or the loss) took it meanwhile and is
+        // about to signal it.
+        if withdraw(waiter) { return false }
         waiter.semaphore.wait()
         return waiter.passed
     }
 
     /// Gives back a ticket that will not be awaited (the poll found it needs no barrier, or
-    /// failed first): its round trip still goes and comes back, read by the next poll
-    /// waiting or the listener (`handBack`).
+    /// failed first): its round trip still goes and comes back, read by the listener.
     func release(_ ticket: Ticket) {
         guard !ticket.settled else { return }
         ticket.settled = true
+        if ticket.drives { handBack(ticket.link) }
         _ = withdraw(ticket.waiter)
-        handBack(ticket.waiter, ticket.link)
     }
 
-    /// A driving poll is done reading (if `waiter` is the driver, on this connection: a new
-    /// one starts afresh): the reading goes to the next poll waiting, or to the listener.
-    private func handBack(_ waiter: Waiter, _ link: any ListenerLink) {
+    /// A driving poll is done reading: the listener thread reads again (only if this is still
+    /// the connection it read: a new one starts afresh).
+    private func handBack(_ link: any ListenerLink) {
         lock.lock()
-        guard driver === waiter, let current = self.link, current === link else {
-            lock.unlock()
-            return
+        if let current = self.link, current === link {
+            driving = false
+            current.listenerWatches(true)
         }
-        driver = nil
-        let next = handOver()
-        if next == nil { current.listenerWatches(true) }
         lock.unlock()
-        next?.semaphore.signal()
-    }
-
-    /// Under the lock, by a reader that is done (a driving poll, or the listener thread) while
-    /// a round trip sent for waiting polls is in flight: the first of them reads its answer
-    /// (signalled after the lock; it takes the role up when it asks, or at once if it sleeps),
-    /// rather than the listener thread, whose wake-up, then the poll's, were two of a poll's
-    /// switches where the poll's own read is one (docs/performance/round-20-idle.md, "Change:
-    /// the reading handed to a waiting poll"). The listener's watch stays paused.
-    private func handOver() -> Waiter? {
-        guard inFlight != nil, let link, link.drivable, let next = waiters.first else { return nil }
-        driver = next
-        next.handed = true
-        return next
     }
 
     /// Removes a waiter not yet let through: true if it was still waiting.
@@ -278,7 +242,7 @@ final class ListenerBarrier: @unchecked Sendable {
     /// watch when it is done.
     func listenerMayRead() -> Bool {
         lock.withLock {
-            guard driver == nil else { return false }
+            guard !driving else { return false }
             listenerReading = true
             return true
         }
@@ -288,12 +252,10 @@ final class ListenerBarrier: @unchecked Sendable {
     /// (under the lock: a poll deciding to read the connection itself sees either the
     /// listener reading or its watch on, never both off).
     func listenerDone(watch: () -> Void) {
-        lock.lock()
-        listenerReading = false
-        let next = handOver()
-        if next == nil { watch() }
-        lock.unlock()
-        next?.semaphore.signal()
+        lock.withLock {
+            listenerReading = false
+            watch()
+        }
     }
 
     /// The listening connection is up; `send` sends a Sync on it.
@@ -307,7 +269,7 @@ final class ListenerBarrier: @unchecked Sendable {
         self.link = link
         inFlight = nil
         listenerReading = false
-        driver = nil
+        driving = false
         lock.unlock()
     }
 
@@ -317,7 +279,6 @@ final class ListenerBarrier: @unchecked Sendable {
         link = nil
         inFlight = nil
         listenerReading = false
-        driver = nil
         let failed = waiters
         waiters.removeAll()
         lock.unlock()

@@ -159,9 +159,6 @@ enum PullRoute {
             answer.fromMemory = true
             return (answer, nil)
         }
-        // Not waited for: given back before the statement, so that the connection is read
-        // meanwhile (a poll that reads it would hold it through the statement).
-        hub.release(early)
         let authSeen = hub.auth.generation
         let asked = AuthCache.now()
         // One statement, its own transaction (no BEGIN/COMMIT around it: a third of the
