@@ -1,5 +1,5 @@
 """Idle polls, two worker binaries alternated on one bench stack (issue 22, idle polls;
-docs/performance/round-20-idle.md): legs A B B A ..., each leg both workers on one binary
+docs/performance/round-20.md): legs A B B A ..., each leg both workers on one binary
 (restarted through the wrapper of Bench/worker_side_by_side.py), then `reads_bench.py`'s idle
 measure: 3 s of polls to warm up, then ROUNDS × 5 s of `wrk` (32 connections, one token, the
 cursor at the partition's end), CPU per poll of the workers, nginx and PostgreSQL from their

@@ -44,7 +44,7 @@ public indirect enum Schema: Sendable {
 
     /// An object's fields in the order of `JSONObject`'s fields (their keys' UTF-8 bytes), so that
     /// `SchemaValidator` walks both in one merge instead of hashing each key
-    /// (docs/performance/round-20-fields.md, "The tree's shape changed").
+    /// (docs/performance/round-20.md, "The tree's shape changed").
     public struct Fields: Sendable, ExpressibleByDictionaryLiteral {
         /// Sorted as `JSONObject`'s fields are, as an object of these keys holds them.
         let sorted: [(key: String, field: Field)]

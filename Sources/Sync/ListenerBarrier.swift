@@ -132,7 +132,7 @@ final class ListenerBarrier: @unchecked Sendable {
     /// this call covers it. Taken as a poll arrives, before its own work (the body's parse,
     /// the cursor's MAC, the token's digest), the round trip runs meanwhile, and its answer is
     /// often in when the poll asks (`finish`): no sleep for it
-    /// (docs/performance/round-20-idle.md, "Change: the barrier begun at the poll's arrival").
+    /// (docs/performance/round-20.md, "Change: the barrier begun at the poll's arrival").
     /// Nil without a listening connection.
     func take() -> Ticket? {
         lock.lock()

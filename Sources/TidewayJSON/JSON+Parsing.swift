@@ -76,7 +76,7 @@ struct JSONParser {
     }
 
     /// The fields are gathered on `pairs` and the object made at the `}`: sorted into the
-    /// canonical order once (docs/performance/round-20-fields.md, "The tree's shape changed"),
+    /// canonical order once (docs/performance/round-20.md, "The tree's shape changed"),
     /// after a duplicate key is looked for. A duplicate key is reported as before, the first one
     /// in the text, even when a later error stops the object.
     private mutating func parseObject(depth: Int) throws(JSONParseError) -> JSON {

@@ -1,6 +1,6 @@
 /// A JSON object: its fields kept sorted by their keys' UTF-8 bytes, the canonical text's order
 /// (JSON+Serialization.swift), so that the writer walks them without sorting and a lookup is a
-/// binary search instead of a hash (docs/performance/round-20-fields.md, "The tree's shape
+/// binary search instead of a hash (docs/performance/round-20.md, "The tree's shape
 /// changed").
 ///
 /// Keys mean what `[String: JSON]`'s keys meant: two keys are the same key when Swift's `==`
