@@ -159,6 +159,9 @@ enum PullRoute {
             answer.fromMemory = true
             return (answer, nil)
         }
+        // Not waited for: given back before the statement, so that the listener reads the
+        // connection meanwhile (a poll that drives it would hold it through the statement).
+        hub.release(early)
         let authSeen = hub.auth.generation
         let asked = AuthCache.now()
         // One statement, its own transaction (no BEGIN/COMMIT around it: a third of the
