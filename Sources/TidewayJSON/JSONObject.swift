@@ -121,6 +121,12 @@ public struct JSONObject: Sendable, RandomAccessCollection, ExpressibleByDiction
 
     // MARK: Key order
 
+    /// Whether `left` comes before `right` in the canonical order of keys, their fields' order
+    /// here and in the text: for keys sorted outside an object (`Schema.Fields`).
+    package static func precedes(_ left: String, _ right: String) -> Bool {
+        compare(left, right) < 0
+    }
+
     /// The order of two keys' UTF-8 bytes (= Unicode code point order): negative, 0 or positive.
     static func compare(_ left: String, _ right: String) -> Int {
         var left = left, right = right
