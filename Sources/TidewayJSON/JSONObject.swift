@@ -129,19 +129,23 @@ public struct JSONObject: Sendable, RandomAccessCollection, ExpressibleByDiction
 
     /// The order of two keys' UTF-8 bytes (= Unicode code point order): negative, 0 or positive.
     static func compare(_ left: String, _ right: String) -> Int {
+        // Native strings are contiguous UTF-8 already: read in place, neither copied into a `var`
+        // for `withUTF8` (a retain, release and uniqueness check each) nor made contiguous.
+        if let order = left.utf8.withContiguousStorageIfAvailable({ l in
+            right.utf8.withContiguousStorageIfAvailable { r in compare(l, r) }
+        }), let order { return order }
         var left = left, right = right
-        // Native strings are contiguous UTF-8 already: no copy.
-        return left.withUTF8 { l in
-            right.withUTF8 { r in
-                let common = Swift.min(l.count, r.count)
-                var index = 0
-                while index < common {
-                    if l[index] != r[index] { return Int(l[index]) - Int(r[index]) }
-                    index += 1
-                }
-                return l.count - r.count
-            }
+        return left.withUTF8 { l in right.withUTF8 { r in compare(l, r) } }
+    }
+
+    private static func compare(_ l: UnsafeBufferPointer<UInt8>, _ r: UnsafeBufferPointer<UInt8>) -> Int {
+        let common = Swift.min(l.count, r.count)
+        var index = 0
+        while index < common {
+            if l[index] != r[index] { return Int(l[index]) - Int(r[index]) }
+            index += 1
         }
+        return l.count - r.count
     }
 
     static func isASCII(_ key: String) -> Bool {
