@@ -11,8 +11,17 @@
 public struct JSONObject: Sendable, RandomAccessCollection, ExpressibleByDictionaryLiteral {
     public typealias Element = (key: String, value: JSON)
 
+    /// One field as an object stores it: a struct rather than the `Element` tuple, since an
+    /// array of tuples is destroyed by the runtime's generic walk of each tuple's elements
+    /// (`tuple_destroy`), an array of structs by the struct's own code
+    /// (docs/performance/round-21-strings.md, "The tree's release").
+    struct Field: Sendable {
+        var key: String
+        var value: JSON
+    }
+
     /// Sorted by `JSONObject.compare`, no two keys `==`.
-    public private(set) var fields: [Element]
+    private(set) var fields: [Field]
     /// Whether some key was ever non-ASCII (never cleared: it only costs the fallback).
     private var hasNonASCIIKey: Bool
 
@@ -22,7 +31,7 @@ public struct JSONObject: Sendable, RandomAccessCollection, ExpressibleByDiction
     }
 
     /// Fields sorted and unique already (the parser's, after its duplicate check).
-    init(sortedFields: [Element], hasNonASCIIKey: Bool) {
+    init(sortedFields: [Field], hasNonASCIIKey: Bool) {
         fields = sortedFields
         self.hasNonASCIIKey = hasNonASCIIKey
     }
@@ -37,7 +46,7 @@ public struct JSONObject: Sendable, RandomAccessCollection, ExpressibleByDiction
     }
 
     public init(_ dictionary: [String: JSON]) {
-        fields = dictionary.map { (key: $0.key, value: $0.value) }
+        fields = dictionary.map { Field(key: $0.key, value: $0.value) }
         fields.sort { JSONObject.compare($0.key, $1.key) < 0 }
         hasNonASCIIKey = fields.contains { !JSONObject.isASCII($0.key) }
     }
@@ -46,7 +55,10 @@ public struct JSONObject: Sendable, RandomAccessCollection, ExpressibleByDiction
 
     public var startIndex: Int { 0 }
     public var endIndex: Int { fields.count }
-    public subscript(position: Int) -> Element { fields[position] }
+    public subscript(position: Int) -> Element {
+        let field = fields[position]
+        return (field.key, field.value)
+    }
 
     public var keys: [String] { fields.map(\.key) }
     public var values: [JSON] { fields.map(\.value) }
@@ -69,7 +81,7 @@ public struct JSONObject: Sendable, RandomAccessCollection, ExpressibleByDiction
                 if let newValue { fields[index].value = newValue } else { fields.remove(at: index) }
             case .missing(let insertion):
                 guard let newValue else { return }
-                fields.insert((key, newValue), at: insertion)
+                fields.insert(Field(key: key, value: newValue), at: insertion)
                 if !hasNonASCIIKey && !JSONObject.isASCII(key) { hasNonASCIIKey = true }
             }
         }
@@ -95,11 +107,11 @@ public struct JSONObject: Sendable, RandomAccessCollection, ExpressibleByDiction
     }
 
     public func mapValues(_ transform: (JSON) throws -> JSON) rethrows -> JSONObject {
-        JSONObject(sortedFields: try fields.map { ($0.key, try transform($0.value)) }, hasNonASCIIKey: hasNonASCIIKey)
+        JSONObject(sortedFields: try fields.map { Field(key: $0.key, value: try transform($0.value)) }, hasNonASCIIKey: hasNonASCIIKey)
     }
 
     public func filter(_ isIncluded: (Element) throws -> Bool) rethrows -> JSONObject {
-        JSONObject(sortedFields: try fields.filter(isIncluded), hasNonASCIIKey: hasNonASCIIKey)
+        JSONObject(sortedFields: try fields.filter { try isIncluded(($0.key, $0.value)) }, hasNonASCIIKey: hasNonASCIIKey)
     }
 
     private enum Position { case found(Int), missing(insertion: Int) }
@@ -171,10 +183,10 @@ extension JSONObject: Equatable {
 extension JSONObject: Hashable {
     public func hash(into hasher: inout Hasher) {
         var sum = 0
-        for (key, value) in fields {
+        for field in fields {
             var fieldHasher = Hasher()
-            fieldHasher.combine(key)
-            fieldHasher.combine(value)
+            fieldHasher.combine(field.key)
+            fieldHasher.combine(field.value)
             sum = sum &+ fieldHasher.finalize()
         }
         hasher.combine(count)
