@@ -53,8 +53,7 @@ public indirect enum Schema: Sendable {
         private let byKey: [String: Field]
 
         public init(_ fields: [String: Field]) {
-            let order = JSONObject(fields.mapValues { _ in JSON.null })
-            sorted = order.keys.map { ($0, fields[$0]!) }
+            sorted = fields.sorted { JSONObject.precedes($0.key, $1.key) }.map { ($0.key, $0.value) }
             requiredCount = fields.values.count(where: \.isRequired)
             byKey = fields
         }

@@ -149,10 +149,10 @@ struct JSONParser {
         // Keys `==` with other bytes (canonical equivalence) are neither adjacent once sorted
         // nor out of order.
         if !ascii { try checkDuplicates(from: base) }
-        var fields: [JSONObject.Element] = []
+        var fields: [JSONObject.Field] = []
         fields.reserveCapacity(end - base)
         if sorted {
-            for index in base..<end { fields.append((pairs[index].key, pairs[index].value)) }
+            for index in base..<end { fields.append(JSONObject.Field(key: pairs[index].key, value: pairs[index].value)) }
             return JSONObject(sortedFields: fields, hasNonASCIIKey: !ascii)
         }
         // Taken out of `self` while sorted by what `self` holds, and put back for the next object.
@@ -188,7 +188,7 @@ struct JSONParser {
             repeated = order[next]
         }
         if let repeated { throw duplicate(pairs[repeated].key, at: keys[repeated].offset) }
-        for index in order { fields.append((pairs[index].key, pairs[index].value)) }
+        for index in order { fields.append(JSONObject.Field(key: pairs[index].key, value: pairs[index].value)) }
         return JSONObject(sortedFields: fields, hasNonASCIIKey: !ascii)
     }
 

@@ -67,20 +67,26 @@ public struct JSONWriter {
 
     private mutating func writeString(_ text: String) {
         output.append(UInt8(ascii: "\""))
-        var text = text
-        // Native Swift strings are contiguous UTF-8 already; this only copies bridged ones.
-        text.withUTF8 { utf8 in
-            var runStart = 0
-            for index in utf8.indices {
-                let byte = utf8[index]
-                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
-                output.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
-                writeEscape(byte)
-                runStart = index + 1
-            }
-            output.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
+        // Native Swift strings are contiguous UTF-8 already: read in place, not copied (the copy
+        // into a `var` for `withUTF8` cost a retain, release and uniqueness check per string).
+        if text.utf8.withContiguousStorageIfAvailable({ writeEscaping($0) }) == nil {
+            var text = text
+            text.withUTF8 { writeEscaping($0) }
         }
         output.append(UInt8(ascii: "\""))
+    }
+
+    /// The text, its runs without an escape copied whole.
+    private mutating func writeEscaping(_ utf8: UnsafeBufferPointer<UInt8>) {
+        var runStart = 0
+        for index in utf8.indices {
+            let byte = utf8[index]
+            guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+            output.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
+            writeEscape(byte)
+            runStart = index + 1
+        }
+        output.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
     }
 
     private mutating func writeEscape(_ byte: UInt8) {

@@ -11,8 +11,17 @@
 public struct JSONObject: Sendable, RandomAccessCollection, ExpressibleByDictionaryLiteral {
     public typealias Element = (key: String, value: JSON)
 
+    /// One field as an object stores it: a struct rather than the `Element` tuple, since an
+    /// array of tuples is destroyed by the runtime's generic walk of each tuple's elements
+    /// (`tuple_destroy`), an array of structs by the struct's own code
+    /// (docs/performance/round-21-strings.md, "The tree's release").
+    struct Field: Sendable {
+        var key: String
+        var value: JSON
+    }
+
     /// Sorted by `JSONObject.compare`, no two keys `==`.
-    public private(set) var fields: [Element]
+    private(set) var fields: [Field]
     /// Whether some key was ever non-ASCII (never cleared: it only costs the fallback).
     private var hasNonASCIIKey: Bool
 
@@ -22,7 +31,7 @@ public struct JSONObject: Sendable, RandomAccessCollection, ExpressibleByDiction
     }
 
     /// Fields sorted and unique already (the parser's, after its duplicate check).
-    init(sortedFields: [Element], hasNonASCIIKey: Bool) {
+    init(sortedFields: [Field], hasNonASCIIKey: Bool) {
         fields = sortedFields
         self.hasNonASCIIKey = hasNonASCIIKey
     }
@@ -37,7 +46,7 @@ public struct JSONObject: Sendable, RandomAccessCollection, ExpressibleByDiction
     }
 
     public init(_ dictionary: [String: JSON]) {
-        fields = dictionary.map { (key: $0.key, value: $0.value) }
+        fields = dictionary.map { Field(key: $0.key, value: $0.value) }
         fields.sort { JSONObject.compare($0.key, $1.key) < 0 }
         hasNonASCIIKey = fields.contains { !JSONObject.isASCII($0.key) }
     }
@@ -46,7 +55,10 @@ public struct JSONObject: Sendable, RandomAccessCollection, ExpressibleByDiction
 
     public var startIndex: Int { 0 }
     public var endIndex: Int { fields.count }
-    public subscript(position: Int) -> Element { fields[position] }
+    public subscript(position: Int) -> Element {
+        let field = fields[position]
+        return (field.key, field.value)
+    }
 
     public var keys: [String] { fields.map(\.key) }
     public var values: [JSON] { fields.map(\.value) }
@@ -69,7 +81,7 @@ public struct JSONObject: Sendable, RandomAccessCollection, ExpressibleByDiction
                 if let newValue { fields[index].value = newValue } else { fields.remove(at: index) }
             case .missing(let insertion):
                 guard let newValue else { return }
-                fields.insert((key, newValue), at: insertion)
+                fields.insert(Field(key: key, value: newValue), at: insertion)
                 if !hasNonASCIIKey && !JSONObject.isASCII(key) { hasNonASCIIKey = true }
             }
         }
@@ -95,11 +107,11 @@ public struct JSONObject: Sendable, RandomAccessCollection, ExpressibleByDiction
     }
 
     public func mapValues(_ transform: (JSON) throws -> JSON) rethrows -> JSONObject {
-        JSONObject(sortedFields: try fields.map { ($0.key, try transform($0.value)) }, hasNonASCIIKey: hasNonASCIIKey)
+        JSONObject(sortedFields: try fields.map { Field(key: $0.key, value: try transform($0.value)) }, hasNonASCIIKey: hasNonASCIIKey)
     }
 
     public func filter(_ isIncluded: (Element) throws -> Bool) rethrows -> JSONObject {
-        JSONObject(sortedFields: try fields.filter(isIncluded), hasNonASCIIKey: hasNonASCIIKey)
+        JSONObject(sortedFields: try fields.filter { try isIncluded(($0.key, $0.value)) }, hasNonASCIIKey: hasNonASCIIKey)
     }
 
     private enum Position { case found(Int), missing(insertion: Int) }
@@ -121,21 +133,31 @@ public struct JSONObject: Sendable, RandomAccessCollection, ExpressibleByDiction
 
     // MARK: Key order
 
+    /// Whether `left` comes before `right` in the canonical order of keys, their fields' order
+    /// here and in the text: for keys sorted outside an object (`Schema.Fields`).
+    package static func precedes(_ left: String, _ right: String) -> Bool {
+        compare(left, right) < 0
+    }
+
     /// The order of two keys' UTF-8 bytes (= Unicode code point order): negative, 0 or positive.
     static func compare(_ left: String, _ right: String) -> Int {
+        // Native strings are contiguous UTF-8 already: read in place, neither copied into a `var`
+        // for `withUTF8` (a retain, release and uniqueness check each) nor made contiguous.
+        if let order = left.utf8.withContiguousStorageIfAvailable({ l in
+            right.utf8.withContiguousStorageIfAvailable { r in compare(l, r) }
+        }), let order { return order }
         var left = left, right = right
-        // Native strings are contiguous UTF-8 already: no copy.
-        return left.withUTF8 { l in
-            right.withUTF8 { r in
-                let common = Swift.min(l.count, r.count)
-                var index = 0
-                while index < common {
-                    if l[index] != r[index] { return Int(l[index]) - Int(r[index]) }
-                    index += 1
-                }
-                return l.count - r.count
-            }
+        return left.withUTF8 { l in right.withUTF8 { r in compare(l, r) } }
+    }
+
+    private static func compare(_ l: UnsafeBufferPointer<UInt8>, _ r: UnsafeBufferPointer<UInt8>) -> Int {
+        let common = Swift.min(l.count, r.count)
+        var index = 0
+        while index < common {
+            if l[index] != r[index] { return Int(l[index]) - Int(r[index]) }
+            index += 1
         }
+        return l.count - r.count
     }
 
     static func isASCII(_ key: String) -> Bool {
@@ -161,10 +183,10 @@ extension JSONObject: Equatable {
 extension JSONObject: Hashable {
     public func hash(into hasher: inout Hasher) {
         var sum = 0
-        for (key, value) in fields {
+        for field in fields {
             var fieldHasher = Hasher()
-            fieldHasher.combine(key)
-            fieldHasher.combine(value)
+            fieldHasher.combine(field.key)
+            fieldHasher.combine(field.value)
             sum = sum &+ fieldHasher.finalize()
         }
         hasher.combine(count)

@@ -1,5 +1,5 @@
 /// String literals: the hot path of real documents, so the common case (no escapes) is one scan
-/// and one validated copy straight from the input bytes.
+/// and one copy straight from the input bytes, validated once.
 extension JSONParser {
     mutating func parseString() throws(JSONParseError) -> String {
         let open = position
@@ -15,7 +15,7 @@ extension JSONParser {
                 try checkLength(position - start, stringAt: open)
                 let utf8 = UnsafeBufferPointer(rebasing: bytes[start..<position])
                 lastStringASCII = seen < 0x80
-                let text = lastStringASCII ? String(decoding: utf8, as: UTF8.self) : try makeString(utf8, stringAt: open)
+                let text = lastStringASCII ? Self.makeASCIIString(utf8) : try makeString(utf8, stringAt: open)
                 position += 1
                 return text
             }
@@ -123,6 +123,13 @@ extension JSONParser {
         if decodedBytes > limits.maxStringBytes {
             throw JSONParseError(.stringTooLong, "string longer than \(limits.maxStringBytes) bytes", at: open)
         }
+    }
+
+    /// Bytes this scan has seen are all below 0x80: made into a String without the check again
+    /// that `String(decoding:)` makes (`_fromUTF8Repairing`, `_allASCII`: ~3% of the JSON's
+    /// time in process, docs/performance/round-21-strings.md).
+    @inline(__always) private static func makeASCIIString(_ utf8: UnsafeBufferPointer<UInt8>) -> String {
+        String(copying: unsafe UTF8Span(unchecked: utf8.span, isKnownASCII: true))
     }
 
     /// RFC 8259 requires UTF-8; bytes outside strings are refused by the grammar, so validating

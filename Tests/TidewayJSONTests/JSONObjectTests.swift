@@ -104,4 +104,12 @@ import Testing
             }
         }
     }
+
+    /// `precedes` is the order of an object's fields (what `Schema.Fields` sorts its keys by).
+    @Test func precedesIsTheFieldsOrder() {
+        let keys = ["b", "é", "a", "Z", "", "🐟", "aa", "e\u{301}x", "reportingOfficer", "reportingOfficers", "\u{212A}"]
+        let object = JSONObject(keys.map { ($0, JSON.null) })
+        #expect(keys.sorted(by: JSONObject.precedes) == object.keys)
+        #expect(!JSONObject.precedes("a", "a") && JSONObject.precedes("a", "aa") && !JSONObject.precedes("aa", "a"))
+    }
 }

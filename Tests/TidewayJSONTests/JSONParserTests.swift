@@ -172,4 +172,55 @@ import Testing
             }
         }
     }
+
+    /// An ASCII string is made from the input's bytes without a second check
+    /// (`JSONParser.makeASCIIString`): made so, at every length either side of a small string's
+    /// 15 bytes and far beyond, it is the String made the usual way (bytes, characters, equality,
+    /// hash), as a value and as a key; a non-ASCII one at any offset is validated as before.
+    @Test func stringsMadeFromTheInputAreTheStringsSwiftMakes() throws {
+        for length in Array(0...40) + [100, 4_096, 70_000] {
+            for special in ["", "é", "🐟", "\u{301}", "\\n", "\\u00e9"] {
+                let offsets = special.isEmpty ? [0] : Array(Set([0, length / 2, length]))
+                for offset in offsets {
+                    var plain = String(repeating: "a", count: length)
+                    plain.insert(contentsOf: special, at: plain.index(plain.startIndex, offsetBy: offset))
+                    let expected = plain.replacingOccurrences(of: "\\n", with: "\n").replacingOccurrences(of: "\\u00e9", with: "é")
+                    let parsed = try JSON(parsing: "[\"\(plain)\", {\"\(plain)\": 1, \"~\": 2}]")
+                    guard case .string(let text)? = parsed.arrayValue?.first else {
+                        Issue.record("not a string")
+                        continue
+                    }
+                    let swiftMade = String(decoding: Array(expected.utf8), as: UTF8.self)
+                    #expect(text == swiftMade && text.count == swiftMade.count && Array(text.utf8) == Array(swiftMade.utf8))
+                    #expect(text.hashValue == swiftMade.hashValue && Set([text]).contains(swiftMade))
+                    #expect(text.unicodeScalars.elementsEqual(swiftMade.unicodeScalars))
+                    let object = parsed.arrayValue?.last?.objectValue
+                    let byteOrder = [swiftMade, "~"].sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+                    #expect(object?[swiftMade] == 1 && object?.keys == byteOrder)
+                    #expect(JSON.string(text).serialized() == JSON.string(swiftMade).serialized())
+                }
+            }
+        }
+    }
+
+    /// Invalid UTF-8 is refused as before wherever it is in a string, short or long, ASCII
+    /// around it or not: a stray continuation byte, a lead byte cut short, an overlong form, an
+    /// encoded surrogate, a byte never in UTF-8.
+    @Test func invalidUTF8IsRefusedAtEveryLength() {
+        let invalid: [[UInt8]] = [[0x80], [0xC3], [0xC0, 0x80], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0xFF]]
+        for length in [0, 1, 7, 8, 15, 16, 17, 40, 1_000] {
+            for bad in invalid {
+                for offset in Set([0, length / 2, length]) {
+                    var bytes = Array(repeating: UInt8(ascii: "b"), count: length)
+                    bytes.insert(contentsOf: bad, at: offset)
+                    #expect(throws: JSONParseError(.syntax, "invalid UTF-8 in string", at: 1)) {
+                        try JSON(parsing: [UInt8(ascii: "[")] + [0x22] + bytes + [0x22, UInt8(ascii: "]")])
+                    }
+                    #expect(throws: JSONParseError(.syntax, "invalid UTF-8 in string", at: 1)) {
+                        try JSON(parsing: [UInt8(ascii: "{")] + [0x22] + bytes + Array(#"":1}"#.utf8))
+                    }
+                }
+            }
+        }
+    }
 }
