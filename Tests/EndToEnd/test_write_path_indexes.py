@@ -1,7 +1,8 @@
 """The indexes a push writes serve their readers (Migrations/0115_write_path_indexes_with_readers.sql,
-docs/performance/round-21-indexes.md, "The indexes a report's push writes, and their readers"):
-the push log's index holds refused changes only and is what the sync inspector's list of
-them reads (its condition, Administration/SyncInspector.swift, is the index's predicate); a
+0116_push_log_refusals_by_device.sql; docs/performance/round-21.md, "The indexes a report's push
+writes, and their readers" and "The sync inspector's device list"): the push log's indexes hold
+refused changes only and are what the sync inspector reads, its list of them and each device's
+count of them (their condition, Administration/SyncInspector.swift, is the indexes' predicate); a
 report's history is read through its chain alone, under row-level security as the worker."""
 import uuid
 
@@ -61,3 +62,32 @@ def test_a_reports_history_is_read_through_its_chain_alone(rolled_back_cursor):
     assert scanned_indexes(cur.fetchone()[0][0]["Plan"]) == ["report_history_chain"]
     cur.execute(timeline, (report,))
     assert [row[0] for row in cur.fetchall()] == list(range(APPLIED, 0, -1000))
+
+
+def test_a_devices_refusals_are_counted_from_its_refusals_alone(rolled_back_cursor):
+    """The device list's count (SyncInspector.show's `rejections`) for a device with many
+    accepted changes: read from push_log_rejected_by_device, under a global admin's claims as
+    the worker, and only the refusals of the last 7 days counted."""
+    cur = rolled_back_cursor
+    cur.execute("select id::text from app.users where role = 'officer' order by email limit 1")
+    officer = cur.fetchone()[0]
+    device = "counted-" + uuid.uuid4().hex[:8]
+    # The device's accepted changes, three refusals of this week and two older ones.
+    cur.execute("insert into app.push_log (user_id, client_id, change_id, result, at)"
+                " select %s, %s, 'c' || i,"
+                "  case when i <= 5 then jsonb_build_object('status', 'rejected')"
+                "       else jsonb_build_object('status', 'applied', 'seq', i) end,"
+                "  now() - case when i in (4, 5) then interval '8 days' else interval '1 hour' end"
+                " from generate_series(1, %s) i", (officer, device, APPLIED))
+    cur.execute("analyze app.push_log")
+    cur.execute("select id::text from app.users where role = 'globalAdmin' order by email limit 1")
+    admin = cur.fetchone()[0]
+    cur.execute("set local role tideway_worker")
+    cur.execute("select set_config('tideway.user_id', %s, true), set_config('tideway.role', 'globalAdmin', true),"
+                " set_config('tideway.agency', '', true)", (admin,))
+    count = ("select count(*) from app.push_log l where l.user_id = %s and l.client_id = %s"
+             " and l.result->>'status' = 'rejected' and l.at > now() - interval '7 days'")
+    cur.execute("explain (format json) " + count, (officer, device))
+    assert scanned_indexes(cur.fetchone()[0][0]["Plan"]) == ["push_log_rejected_by_device"]
+    cur.execute(count, (officer, device))
+    assert cur.fetchone()[0] == 3
