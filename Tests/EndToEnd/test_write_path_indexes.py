@@ -88,6 +88,9 @@ def test_a_devices_refusals_are_counted_from_its_refusals_alone(rolled_back_curs
     count = ("select count(*) from app.push_log l where l.user_id = %s and l.client_id = %s"
              " and l.result->>'status' = 'rejected' and l.at > now() - interval '7 days'")
     cur.execute("explain (format json) " + count, (officer, device))
-    assert scanned_indexes(cur.fetchone()[0][0]["Plan"]) == ["push_log_rejected_by_device"]
+    # The other index a plan names is the policy's look-up of an agency's users (users_agency),
+    # which a global admin's claims never run.
+    used = scanned_indexes(cur.fetchone()[0][0]["Plan"])
+    assert [name for name in used if name.startswith("push_log")] == ["push_log_rejected_by_device"]
     cur.execute(count, (officer, device))
     assert cur.fetchone()[0] == 3
