@@ -1,5 +1,5 @@
 """Backend CPU per report in pushes of 25, SQL variants alternated on one running stack
-(docs/performance/round-21-indexes.md): before each leg one SQL file of the variant is run
+(docs/performance/round-21.md): before each leg one SQL file of the variant is run
 as the superuser (e.g. an index dropped, or created again), then Bench/batch_insert_cpu.py
 measures the push's own statement (`app.insert_documents` as the worker role under an
 officer's claims, one push per transaction, CPU from the backend's /proc counters). Legs

@@ -1,5 +1,5 @@
 """Plans of the reads of app.push_log and app.report_history, with each variant of their
-indexes (docs/performance/round-21-indexes.md, "The indexes a report's push writes, and their
+indexes (docs/performance/round-21.md, "The indexes a report's push writes, and their
 readers"). In one transaction, rolled back at the end: the push log gets ROWS made-up
 entries of the demo officers (one in 100 refused, over 90 days) beside what it holds, and is
 analysed; then for each variant (a SQL file run as the superuser) each read is EXPLAIN

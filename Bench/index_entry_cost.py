@@ -1,5 +1,5 @@
 """What an index entry costs an INSERT, with nothing else changing (docs/performance/
-round-21-indexes.md, "What each entry costs"): as the superuser, in a transaction rolled back
+round-21.md, "What each entry costs"): as the superuser, in a transaction rolled back
 after each leg, ROWS rows are inserted in one statement into app.push_log or
 app.report_history much as pushes write them (a new key per row, `at` rising, the history's
 partition one of the four demo agencies'), once with the indexes as they were before 0115

@@ -1,5 +1,5 @@
 -- Two index entries less per written report, each for an index whose readers need less
--- (issue 22, twenty-first round; docs/performance/round-21-indexes.md, "The indexes a
+-- (issue 22, twenty-first round; docs/performance/round-21.md, "The indexes a
 -- report's push writes, and their readers").
 --
 -- app.report_history (partition, at): no statement of Tideway's reads it. The history is read

@@ -14,7 +14,7 @@ public struct JSONObject: Sendable, RandomAccessCollection, ExpressibleByDiction
     /// One field as an object stores it: a struct rather than the `Element` tuple, since an
     /// array of tuples is destroyed by the runtime's generic walk of each tuple's elements
     /// (`tuple_destroy`), an array of structs by the struct's own code
-    /// (docs/performance/round-21-strings.md, "The tree's release").
+    /// (docs/performance/round-21.md, "The tree's release").
     struct Field: Sendable {
         var key: String
         var value: JSON

@@ -127,7 +127,7 @@ extension JSONParser {
 
     /// Bytes this scan has seen are all below 0x80: made into a String without the check again
     /// that `String(decoding:)` makes (`_fromUTF8Repairing`, `_allASCII`: ~3% of the JSON's
-    /// time in process, docs/performance/round-21-strings.md).
+    /// time in process, docs/performance/round-21.md).
     @inline(__always) private static func makeASCIIString(_ utf8: UnsafeBufferPointer<UInt8>) -> String {
         String(copying: unsafe UTF8Span(unchecked: utf8.span, isKnownASCII: true))
     }
