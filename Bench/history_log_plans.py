@@ -4,9 +4,10 @@ readers"). In one transaction, rolled back at the end: the push log gets ROWS ma
 entries of the demo officers (one in 100 refused, over 90 days) beside what it holds, and is
 analysed; then for each variant (a SQL file run as the superuser) each read is EXPLAIN
 (ANALYZE, BUFFERS)ed as `tideway_worker` under a global admin's and an agency admin's claims
-(row-level security as in the worker), as the worker sends it: the sync inspector's two
-statements (Administration/SyncInspector.swift), a report's history timeline
-(Boardings/BoardingHistory.swift) and the trigger's last hash (repeatable/0020). Prints the
+(row-level security as in the worker): the sync inspector's two statements
+(Administration/SyncInspector.swift; the device list with the columns that read the push log
+and its FROM, ORDER BY and LIMIT, the refused list as the worker sends it), a report's history
+timeline (Boardings/BoardingHistory.swift) and the trigger's last hash (repeatable/0020). Prints the
 indexes each plan used and the median of REPEAT runs' execution times.
 
     BENCH_ADMIN_DATABASE="host=.state/bench/run dbname=tideway user=postgres" \\
