@@ -30,9 +30,9 @@ select d.user_id::text as user_id, u.email, d.client_id,
 INSPECTOR_REJECTIONS = """
 select to_char(l.at at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS') as at, u.email, l.client_id, l.change_id,
        l.result->'error'->>'code' as code, l.result->'error'->>'message' as message
-  from app.push_log l join app.users u on u.id = l.user_id
- where l.result->>'status' = 'rejected'
- order by l.at desc limit 100"""
+  from (select * from app.push_log where result->>'status' = 'rejected' order by at desc limit 100) l
+  join app.users u on u.id = l.user_id
+ order by l.at desc"""
 HISTORY = """
 select h.at, h.op, h.device, h.version, h.change::text
   from app.report_history h

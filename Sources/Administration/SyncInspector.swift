@@ -109,12 +109,18 @@ enum SyncInspector {
                   from app.devices d join app.users u on u.id = d.user_id
                  order by greatest(d.last_pull, d.last_push, d.first_seen) desc nulls last limit 200
                 """, as: DeviceRow.self),
+                // The newest 100 refusals taken before the join: joined first, the planner, which
+                // cannot know how many users the admin policy lets through, often looped over the
+                // users and read refusals for each (up to 600 ms at 1,000,000 log entries and 541
+                // users, docs/performance/round-21.md, "The sync inspector's device list"). Every
+                // refusal an admin may read is of a user they may read (the two policies' same
+                // rule), so the rows are the same.
                 Statement.rows("""
                 select to_char(l.at at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS') as at, u.email, l.client_id, l.change_id,
                        l.result->'error'->>'code' as code, l.result->'error'->>'message' as message
-                  from app.push_log l join app.users u on u.id = l.user_id
-                 where l.result->>'status' = 'rejected'
-                 order by l.at desc limit 100
+                  from (select * from app.push_log where result->>'status' = 'rejected' order by at desc limit 100) l
+                  join app.users u on u.id = l.user_id
+                 order by l.at desc
                 """, as: RejectionRow.self))
             var answers: [AnswerRow] = []
             var problem: String?
