@@ -14,12 +14,13 @@ indexes each plan used and the median of REPEAT runs' execution times.
     python3 Bench/history_log_plans.py ROWS REPEAT NAME=FILE.sql NAME=FILE.sql...
 
 Needs a stack with reports (`BENCH=22 make bench` seeds 4 agencies of 5,000)."""
-import json
 import os
 import statistics
 import sys
 
 import psycopg2
+
+from listing_plans import as_caller, indexes_in
 
 INSPECTOR_DEVICES = """
 select d.user_id::text as user_id, u.email, d.client_id,
@@ -54,14 +55,6 @@ select u.id, 'plans-' || (n %% 3), 'plans-' || n,
   join lateral (select id from app.users where role = 'officer' order by email offset n %% 8 limit 1) u on true"""
 
 
-def indexes(node, found):
-    if "Index Name" in node and node["Index Name"] not in found:
-        found.append(node["Index Name"])
-    for child in node.get("Plans", []):
-        indexes(child, found)
-    return found
-
-
 def main():
     rows, repeat = int(sys.argv[1]), int(sys.argv[2])
     variants = [a.split("=", 1) for a in sys.argv[3:]]
@@ -79,16 +72,15 @@ def main():
     for name, path in variants:
         cur.execute(open(path).read())
         for role, caller in callers.items():
-            cur.execute("savepoint caller; set local role tideway_worker")
-            cur.execute("select set_config('tideway.user_id', %s, true), set_config('tideway.role', %s, true),"
-                        " set_config('tideway.agency', %s, true)", caller)
+            cur.execute("savepoint caller")
+            as_caller(cur, caller)
             for read, sql in READS.items():
                 times, used = [], []
                 for _ in range(repeat):
                     cur.execute("explain (analyze, buffers, format json) " + sql, {"report": report})
                     plan = cur.fetchone()[0][0]
                     times.append(plan["Execution Time"])
-                    used = indexes(plan["Plan"], [])
+                    used = indexes_in(plan["Plan"])
                 print(f"{name:>6} {role:>11} {read:<21} {statistics.median(times):8.3f} ms  "
                       f"{', '.join(used) or 'no index'}", flush=True)
             cur.execute("rollback to savepoint caller")

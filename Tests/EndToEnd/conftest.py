@@ -78,6 +78,13 @@ def worker_db():
     return psycopg2.connect(WORKER_DB)
 
 
+def claim(cur, user_id, role, agency=""):
+    """The caller's claims on a `worker_db()` (or `set local role tideway_worker`) cursor, as
+    app.authenticate sets them for a request: row-level security then answers for that user."""
+    cur.execute("select set_config('tideway.user_id', %s, true), set_config('tideway.role', %s, true), "
+                "set_config('tideway.agency', %s, true)", (user_id, role, agency or ""))
+
+
 @contextlib.contextmanager
 def workers_refused(function):
     """EXECUTE on `function` (its signature, e.g. "app.unchanged(bytea, text[], bigint[],
@@ -90,6 +97,7 @@ def workers_refused(function):
     finally:
         with admin_db() as conn, conn.cursor() as cur:
             cur.execute(f"grant execute on function {function} to tideway_worker")
+
 
 
 def new_user(role="officer", agency="Gabon", password=PASSWORD):

@@ -8,7 +8,7 @@ import uuid
 
 import requests
 
-from conftest import CA, URL, admin_db, login, worker_db
+from conftest import CA, URL, admin_db, claim, login, worker_db
 
 TABLES = {"reports": "reports", "photos": "photos", "dutyChanges": "duty_changes", "menuData": "menu_data",
           "mpas": "mpas", "agencyTasks": "agency_tasks", "users": "users", "chatsters": "chatsters",
@@ -236,8 +236,7 @@ def new_team(admin_email, agency, name="Crew"):
     conn = worker_db()
     try:
         with conn.cursor() as cur:
-            cur.execute("select set_config('tideway.user_id', %s, true), set_config('tideway.role', %s, true), "
-                        "set_config('tideway.agency', %s, true)", (uid, role, own))
+            claim(cur, uid, role, own)
             cur.execute("select app.create_team(%s, %s)", (agency, name))
             tid = cur.fetchone()[0]
         conn.commit()

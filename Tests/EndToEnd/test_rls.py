@@ -6,7 +6,7 @@ import psycopg2
 import psycopg2.errors
 import pytest
 
-from conftest import admin_db, worker_db
+from conftest import admin_db, claim, worker_db
 
 OFFICER = "gabon.officer1@demo.tideway"
 
@@ -41,11 +41,6 @@ def as_worker():
     finally:
         conn.rollback()
         conn.close()
-
-
-def claim(cur, user_id, role, agency):
-    cur.execute("select set_config('tideway.user_id', %s, true), set_config('tideway.role', %s, true), "
-                "set_config('tideway.agency', %s, true)", (user_id, role, agency))
 
 
 def test_hand_written_select_sees_only_the_callers_agency(as_worker, gabon_officer, report_counts):

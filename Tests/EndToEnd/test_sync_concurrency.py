@@ -9,7 +9,7 @@ import uuid
 import psycopg2.extensions
 import pytest
 
-from conftest import admin_db, new_user, worker_db
+from conftest import admin_db, claim, new_user, worker_db
 from synclib import Client, Replica, change, doc_for, new_agency, server_state, user_id
 
 
@@ -100,8 +100,7 @@ def test_writers_of_several_partitions_each_and_a_puller_of_all():
 def as_member(conn, uid, agency):
     conn.set_isolation_level(psycopg2.extensions.ISOLATION_LEVEL_READ_COMMITTED)
     cur = conn.cursor()
-    cur.execute("select set_config('tideway.user_id', %s, true), set_config('tideway.role', 'officer', true), "
-                "set_config('tideway.agency', %s, true)", (uid, agency))
+    claim(cur, uid, "officer", agency)
     return cur
 
 

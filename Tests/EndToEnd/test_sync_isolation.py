@@ -8,7 +8,7 @@ import psycopg2
 import psycopg2.errors
 import pytest
 
-from conftest import admin_db, new_user, worker_db
+from conftest import admin_db, claim, new_user, worker_db
 from synclib import (KIND_COLLECTIONS, PATCHES, TABLES, Client, change, doc_for, ensure_user_document,
                      new_conversation, server_state, user_id)
 
@@ -181,11 +181,6 @@ def test_push_matrix(world, role, kind):
     assert not mismatches, f"{role} × {kind}: got vs contract {mismatches}"
 
 
-def claims(cur, uid, role, agency):
-    cur.execute("select set_config('tideway.user_id', %s, true), set_config('tideway.role', %s, true), "
-                "set_config('tideway.agency', %s, true)", (uid, role, agency or ""))
-
-
 def test_database_refuses_cross_partition_reads_and_writes():
     officer = user_id("gabon.officer1@demo.tideway")
     other = user_id("wildaid.officer1@demo.tideway")
@@ -200,7 +195,7 @@ def test_database_refuses_cross_partition_reads_and_writes():
                 assert cur.fetchone()[0] == 0, table
             conn.rollback()
 
-            claims(cur, officer, "officer", "Gabon")
+            claim(cur, officer, "officer", "Gabon")
             cur.execute("select count(*) from sync.reports where partition = 'agency=Gabon'")
             assert cur.fetchone()[0] > 0
             for table in ["reports", "photos", "duty_changes", "menu_data", "mpas", "team_directory"]:
@@ -234,14 +229,14 @@ def test_database_refuses_cross_partition_reads_and_writes():
         ]
         for statement, args in refused:
             with conn.cursor() as cur:
-                claims(cur, officer, "officer", "Gabon")
+                claim(cur, officer, "officer", "Gabon")
                 with pytest.raises(psycopg2.errors.InsufficientPrivilege):
                     cur.execute(statement, args)
             conn.rollback()
 
         # The write path function under the same claims answers forbidden and writes nothing.
         with conn.cursor() as cur:
-            claims(cur, officer, "officer", "Gabon")
+            claim(cur, officer, "officer", "Gabon")
             cur.execute("select app.apply_change('reports', 'agency=WildAid', 'x5', 'insert', %s, null, 'c1')",
                         (json.dumps({"_id": "x5", "timestamp": "2024-05-01T10:00:00Z"}),))
             assert cur.fetchone()[0]["error"]["code"] == "forbidden"

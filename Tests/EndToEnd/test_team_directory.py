@@ -6,7 +6,7 @@ import json
 import psycopg2.errors
 import pytest
 
-from conftest import admin_db, new_user, worker_db
+from conftest import admin_db, claim, new_user, worker_db
 from synclib import PUSH_LOG_INDEX, Client, Replica, change, counts, new_agency, new_team
 from test_events import Stream, wait_until_subscribed
 from test_teams import grant, revoke
@@ -164,8 +164,7 @@ def test_no_client_writes_the_directory(world, who):
                           "update sync.team_directory set doc = '{}' where partition = %s",
                           "delete from sync.team_directory where partition = %s"):
             with conn.cursor() as cur:
-                cur.execute("select set_config('tideway.user_id', %s, true), set_config('tideway.role', 'globalAdmin', true)",
-                            (client.id,))
+                claim(cur, client.id, "globalAdmin")
                 with pytest.raises(psycopg2.errors.InsufficientPrivilege):
                     cur.execute(statement, (f"agency={key}",))
             conn.rollback()

@@ -9,7 +9,7 @@ import psycopg2.errors
 import psycopg2.extras
 import pytest
 
-from conftest import URL, admin_db, error_of, new_user, worker_db
+from conftest import URL, admin_db, claim, error_of, new_user, worker_db
 from synclib import PATCHES, TABLES, CASession, Client, change, doc_for, new_agency, new_team, server_state, user_id
 from test_events import Stream, wait_until_subscribed
 
@@ -223,8 +223,7 @@ def test_the_worker_role_cannot_cross_a_team_partition_in_sql(world):
         with admin_db() as a, a.cursor() as acur:
             acur.execute("select role, coalesce(agency, '') from app.users where id = %s", (c.id,))
             role, agency = acur.fetchone()
-        cur.execute("select set_config('tideway.user_id', %s, true), set_config('tideway.role', %s, true), "
-                    "set_config('tideway.agency', %s, true)", (c.id, role, agency))
+        claim(cur, c.id, role, agency)
     try:
         for table in ("tasks", "team_notes"):
             with conn.cursor() as cur:
@@ -388,8 +387,7 @@ def test_archived_teams_are_read_only(world):
     conn = worker_db()
     try:
         with conn.cursor() as cur:
-            cur.execute("select set_config('tideway.user_id', %s, true), set_config('tideway.role', 'agencyAdmin', true), "
-                        "set_config('tideway.agency', %s, true)", (admin.id, world["key"]))
+            claim(cur, admin.id, "agencyAdmin", world["key"])
             cur.execute("select app.update_team(%s, null, null, true)", (team,))
         conn.commit()
     finally:
@@ -424,8 +422,7 @@ def test_the_sync_inspector_explains_team_rights(world):
     conn = worker_db()
     try:
         with conn.cursor() as cur:
-            cur.execute("select set_config('tideway.user_id', %s, true), set_config('tideway.role', 'globalAdmin', true), "
-                        "set_config('tideway.agency', '', true)", (admin_id,))
+            claim(cur, admin_id, "globalAdmin")
             answers = {}
             for case in ("officer, read", "officer, no grant", "other agency's officer, agency grant read"):
                 cur.execute("select readable, rule from app.explain_access(%s, %s) where collection = 'tasks'",

@@ -7,7 +7,7 @@ report's history is read through its chain alone, under row-level security as th
 import uuid
 
 from admin_support import menu_doc
-from conftest import new_user
+from conftest import claim, new_user
 from synclib import Client
 
 APPLIED = 20_000  # accepted changes in the log: enough that a scan of them would show
@@ -55,8 +55,7 @@ def test_a_reports_history_is_read_through_its_chain_alone(rolled_back_cursor):
     cur.execute("select id::text from app.users where email = %s", (admin_email,))
     admin = cur.fetchone()[0]
     cur.execute("set local role tideway_worker")
-    cur.execute("select set_config('tideway.user_id', %s, true), set_config('tideway.role', 'agencyAdmin', true),"
-                " set_config('tideway.agency', 'Gabon', true)", (admin,))
+    claim(cur, admin, "agencyAdmin", "Gabon")
     timeline = "select h.seq from app.report_history h where h.report_id = %s order by h.id desc limit 200"
     cur.execute("explain (format json) " + timeline, (report,))
     assert scanned_indexes(cur.fetchone()[0][0]["Plan"]) == ["report_history_chain"]
@@ -79,12 +78,18 @@ def test_a_devices_refusals_are_counted_from_its_refusals_alone(rolled_back_curs
                 "       else jsonb_build_object('status', 'applied', 'seq', i) end,"
                 "  now() - case when i in (4, 5) then interval '8 days' else interval '1 hour' end"
                 " from generate_series(1, %s) i", (officer, device, APPLIED))
+    # Other devices' refusals of this week: what the index of every refusal by time
+    # (push_log_rejected_at) would have to filter. Without them a fresh stack's few refusals
+    # make either refused index as cheap, and the planner's choice a coin's.
+    cur.execute("insert into app.push_log (user_id, client_id, change_id, result, at)"
+                " select %s, 'other-' || (i %% 50), 'c' || i, jsonb_build_object('status', 'rejected'),"
+                "  now() - interval '2 hours'"
+                " from generate_series(1, %s) i", (officer, APPLIED // 2))
     cur.execute("analyze app.push_log")
     cur.execute("select id::text from app.users where role = 'globalAdmin' order by email limit 1")
     admin = cur.fetchone()[0]
     cur.execute("set local role tideway_worker")
-    cur.execute("select set_config('tideway.user_id', %s, true), set_config('tideway.role', 'globalAdmin', true),"
-                " set_config('tideway.agency', '', true)", (admin,))
+    claim(cur, admin, "globalAdmin")
     count = ("select count(*) from app.push_log l where l.user_id = %s and l.client_id = %s"
              " and l.result->>'status' = 'rejected' and l.at > now() - interval '7 days'")
     cur.execute("explain (format json) " + count, (officer, device))
