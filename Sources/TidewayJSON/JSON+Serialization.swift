@@ -137,8 +137,8 @@ public struct JSONWriter: ~Copyable {
         }
     }
 
-    /// The text, each byte stored as it is scanned; room for it and its quotes is made once,
-    /// and again at an escape (up to six bytes for one).
+    /// The text, stored as it is scanned, eight bytes at a time while none needs an escape;
+    /// room for it and its quotes is made once, and again at an escape (up to six bytes for one).
     private mutating func writeEscaping(_ utf8: UnsafeBufferPointer<UInt8>, quoted: Bool) {
         let quote = UInt8(ascii: "\""), backslash = UInt8(ascii: "\\")
         reserve(utf8.count &+ 2)
@@ -147,15 +147,28 @@ public struct JSONWriter: ~Copyable {
             out.pointee = quote
             out += 1
         }
-        for index in utf8.indices {
+        var index = 0
+        while index < utf8.count {
+            // Eight bytes at once when none of them needs an escape (the bit tricks of
+            // `anyNeedsEscape` are exact for "some byte of the word").
+            if utf8.count &- index >= 8 {
+                let word = UnsafeRawPointer(utf8.baseAddress! + index).loadUnaligned(as: UInt64.self)
+                if !Self.anyNeedsEscape(word) {
+                    UnsafeMutableRawPointer(out).storeBytes(of: word, as: UInt64.self)
+                    out += 8
+                    index &+= 8
+                    continue
+                }
+            }
             let byte = utf8[index]
+            index &+= 1
             if byte >= 0x20 && byte != quote && byte != backslash {
                 out.pointee = byte
                 out += 1
                 continue
             }
             count = out - base
-            reserve(6 &+ (utf8.count &- index))  // this escape, the rest, the closing quote
+            reserve(6 &+ (utf8.count &- index) &+ 1)  // this escape, the rest, the closing quote
             out = Self.escape(byte, at: base + count)
         }
         if quoted {
@@ -163,6 +176,15 @@ public struct JSONWriter: ~Copyable {
             out += 1
         }
         count = out - base
+    }
+
+    /// Whether a byte of `word` is below 0x20, `"` or `\\`.
+    @inline(__always)
+    private static func anyNeedsEscape(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        func anyZero(_ x: UInt64) -> Bool { (x &- ones) & ~x & highs != 0 }
+        let below20 = (word &- 0x20 &* ones) & ~word & highs != 0
+        return below20 || anyZero(word ^ (0x22 &* ones)) || anyZero(word ^ (0x5C &* ones))
     }
 
     /// Writes the escape of `byte` at `out`; returns the place after it.

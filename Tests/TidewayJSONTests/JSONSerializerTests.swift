@@ -44,7 +44,7 @@ import Testing
         #expect(try JSON(parsing: value.serializedBytes()) == value)
     }
 
-    /// Strings are scanned eight bytes at a time: an escape, a multi-byte character or the
+    /// Strings are written eight bytes at a time: an escape, a multi-byte character or the
     /// end at every offset of the first words must come out as byte by byte.
     @Test func escapesAtEveryOffsetOfTheScan() throws {
         for length in 0...40 {
