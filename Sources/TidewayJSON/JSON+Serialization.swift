@@ -24,84 +24,188 @@ extension JSON {
 
 /// Writes JSON values one after another into one buffer: for text put together from values
 /// without building a `JSON` of the whole (the request log's line).
-public struct JSONWriter {
-    public private(set) var output: [UInt8] = []
+///
+/// The buffer is memory of its own rather than an `[UInt8]`: an array appended to checks its
+/// uniqueness and its capacity at every append (a byte of punctuation, a string's run; with a
+/// String per integer, a quarter of the writer's instructions). Here the room for a piece is
+/// made once (`reserve`), then its bytes are stored without a check; `output` copies the text
+/// out once, at its exact size. Not copyable, so that two writers never share (or free twice)
+/// one buffer.
+public struct JSONWriter: ~Copyable {
+    private var base: UnsafeMutablePointer<UInt8>
+    private var count = 0
+    private var capacity: Int
 
-    public init(capacity: Int = 1024) { output.reserveCapacity(capacity) }
+    public init(capacity: Int = 1024) {
+        self.capacity = max(capacity, 32)
+        base = .allocate(capacity: self.capacity)
+    }
+
+    deinit { base.deallocate() }
+
+    /// The text written so far.
+    public var output: [UInt8] { Array(UnsafeBufferPointer(start: base, count: count)) }
 
     /// Text that is JSON already (punctuation between the values written).
     public mutating func raw(_ text: StaticString) {
-        output.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+        reserve(text.utf8CodeUnitCount)
+        (base + count).update(from: text.utf8Start, count: text.utf8CodeUnitCount)
+        count &+= text.utf8CodeUnitCount
     }
 
     public mutating func write(_ value: JSON) {
         switch value {
-        case .null: append("null")
-        case .bool(let flag): append(flag ? "true" : "false")
-        case .int(let number): append(String(number))
-        case .double(let number): number.isFinite ? append(number.description) : append("null")
-        case .string(let text): writeString(text)
+        case .null: raw("null")
+        case .bool(let flag): flag ? raw("true") : raw("false")
+        case .int(let number): writeInteger(number)
+        // Swift's shortest spelling, as before (a small string: no allocation).
+        case .double(let number): number.isFinite ? writeEscaping(number.description, quoted: false) : raw("null")
+        case .string(let text): writeEscaping(text, quoted: true)
         case .array(let elements):
-            output.append(UInt8(ascii: "["))
-            for (index, element) in elements.enumerated() {
-                if index > 0 { output.append(UInt8(ascii: ",")) }
-                write(element)
+            byte(UInt8(ascii: "["))
+            for index in elements.indices {
+                if index > 0 { byte(UInt8(ascii: ",")) }
+                write(elements[index])
             }
-            output.append(UInt8(ascii: "]"))
-        case .object(let fields):
-            output.append(UInt8(ascii: "{"))
+            byte(UInt8(ascii: "]"))
+        case .object(let object):
+            byte(UInt8(ascii: "{"))
             // In the canonical order already (JSONObject).
-            for (index, field) in fields.fields.enumerated() {
-                if index > 0 { output.append(UInt8(ascii: ",")) }
-                writeString(field.key)
-                output.append(UInt8(ascii: ":"))
-                write(field.value)
+            for index in object.fields.indices {
+                if index > 0 { byte(UInt8(ascii: ",")) }
+                writeEscaping(object.fields[index].key, quoted: true)
+                byte(UInt8(ascii: ":"))
+                write(object.fields[index].value)
             }
-            output.append(UInt8(ascii: "}"))
+            byte(UInt8(ascii: "}"))
         }
     }
 
-    private mutating func append(_ text: String) {
-        output.append(contentsOf: text.utf8)
+    /// Room for `needed` more bytes; the buffer doubles when it has not.
+    @inline(__always)
+    private mutating func reserve(_ needed: Int) {
+        if needed > capacity &- count { grow(needed) }
     }
 
-    private mutating func writeString(_ text: String) {
-        output.append(UInt8(ascii: "\""))
+    @inline(never)
+    private mutating func grow(_ needed: Int) {
+        let larger = max(capacity * 2, count + needed)
+        let moved = UnsafeMutablePointer<UInt8>.allocate(capacity: larger)
+        moved.initialize(from: base, count: count)
+        base.deallocate()
+        base = moved
+        capacity = larger
+    }
+
+    @inline(__always)
+    private mutating func byte(_ byte: UInt8) {
+        reserve(1)
+        base[count] = byte
+        count &+= 1
+    }
+
+    /// The digits written straight into the buffer, as `String(Int64)` spells them (a String
+    /// per number before).
+    private mutating func writeInteger(_ number: Int64) {
+        reserve(20)  // "-9223372036854775808"
+        if number < 0 {
+            base[count] = UInt8(ascii: "-")
+            count &+= 1
+        }
+        var magnitude = number.magnitude
+        var digits = 1
+        var rest = magnitude / 10
+        while rest > 0 {
+            digits &+= 1
+            rest /= 10
+        }
+        count &+= digits
+        var position = count
+        repeat {
+            position &-= 1
+            base[position] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: magnitude % 10)
+            magnitude /= 10
+        } while magnitude > 0
+    }
+
+    private mutating func writeEscaping(_ text: String, quoted: Bool) {
         // Native Swift strings are contiguous UTF-8 already: read in place, not copied (the copy
         // into a `var` for `withUTF8` cost a retain, release and uniqueness check per string).
-        if text.utf8.withContiguousStorageIfAvailable({ writeEscaping($0) }) == nil {
+        if text.utf8.withContiguousStorageIfAvailable({ writeEscaping($0, quoted: quoted) }) == nil {
             var text = text
-            text.withUTF8 { writeEscaping($0) }
+            text.withUTF8 { writeEscaping($0, quoted: quoted) }
         }
-        output.append(UInt8(ascii: "\""))
     }
 
-    /// The text, its runs without an escape copied whole.
-    private mutating func writeEscaping(_ utf8: UnsafeBufferPointer<UInt8>) {
-        var runStart = 0
-        for index in utf8.indices {
+    /// The text, stored as it is scanned, eight bytes at a time while none needs an escape;
+    /// room for it and its quotes is made once, and again at an escape (up to six bytes for one).
+    private mutating func writeEscaping(_ utf8: UnsafeBufferPointer<UInt8>, quoted: Bool) {
+        let quote = UInt8(ascii: "\""), backslash = UInt8(ascii: "\\")
+        reserve(utf8.count &+ 2)
+        var out = base + count
+        if quoted {
+            out.pointee = quote
+            out += 1
+        }
+        var index = 0
+        while index < utf8.count {
+            // Eight bytes at once when none of them needs an escape (the bit tricks of
+            // `anyNeedsEscape` are exact for "some byte of the word").
+            if utf8.count &- index >= 8 {
+                let word = UnsafeRawPointer(utf8.baseAddress! + index).loadUnaligned(as: UInt64.self)
+                if !Self.anyNeedsEscape(word) {
+                    UnsafeMutableRawPointer(out).storeBytes(of: word, as: UInt64.self)
+                    out += 8
+                    index &+= 8
+                    continue
+                }
+            }
             let byte = utf8[index]
-            guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
-            output.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
-            writeEscape(byte)
-            runStart = index + 1
+            index &+= 1
+            if byte >= 0x20 && byte != quote && byte != backslash {
+                out.pointee = byte
+                out += 1
+                continue
+            }
+            count = out - base
+            reserve(6 &+ (utf8.count &- index) &+ 1)  // this escape, the rest, the closing quote
+            out = Self.escape(byte, at: base + count)
         }
-        output.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
+        if quoted {
+            out.pointee = quote
+            out += 1
+        }
+        count = out - base
     }
 
-    private mutating func writeEscape(_ byte: UInt8) {
-        output.append(UInt8(ascii: "\\"))
+    /// Whether a byte of `word` is below 0x20, `"` or `\\`.
+    @inline(__always)
+    private static func anyNeedsEscape(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        func anyZero(_ x: UInt64) -> Bool { (x &- ones) & ~x & highs != 0 }
+        let below20 = (word &- 0x20 &* ones) & ~word & highs != 0
+        return below20 || anyZero(word ^ (0x22 &* ones)) || anyZero(word ^ (0x5C &* ones))
+    }
+
+    /// Writes the escape of `byte` at `out`; returns the place after it.
+    private static func escape(_ byte: UInt8, at out: UnsafeMutablePointer<UInt8>) -> UnsafeMutablePointer<UInt8> {
+        out[0] = UInt8(ascii: "\\")
         switch byte {
-        case UInt8(ascii: "\""): output.append(UInt8(ascii: "\""))
-        case UInt8(ascii: "\\"): output.append(UInt8(ascii: "\\"))
-        case 0x08: output.append(UInt8(ascii: "b"))
-        case 0x0C: output.append(UInt8(ascii: "f"))
-        case 0x0A: output.append(UInt8(ascii: "n"))
-        case 0x0D: output.append(UInt8(ascii: "r"))
-        case 0x09: output.append(UInt8(ascii: "t"))
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"): out[1] = byte
+        case 0x08: out[1] = UInt8(ascii: "b")
+        case 0x0C: out[1] = UInt8(ascii: "f")
+        case 0x0A: out[1] = UInt8(ascii: "n")
+        case 0x0D: out[1] = UInt8(ascii: "r")
+        case 0x09: out[1] = UInt8(ascii: "t")
         default:
-            let hex: [UInt8] = Array("0123456789abcdef".utf8)
-            output.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+            func hex(_ nibble: UInt8) -> UInt8 { nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") - 10 + nibble }
+            out[1] = UInt8(ascii: "u")
+            out[2] = UInt8(ascii: "0")
+            out[3] = UInt8(ascii: "0")
+            out[4] = hex(byte >> 4)
+            out[5] = hex(byte & 0xF)
+            return out + 6
         }
+        return out + 2
     }
 }
