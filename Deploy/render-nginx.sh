@@ -120,6 +120,33 @@ else
     real_ip="    # No trusted proxy in front (TRUSTED_PROXIES): the client address is the connection's."
 fi
 [[ $HTTPS_PORT == 443 ]] || port_suffix=":$HTTPS_PORT"
+# What nginx passes a worker with each request: only what the workers read (HTTPRequest and
+# RequestFields in Sources/FastCGI, and the headers their callers ask for), not Debian's
+# /etc/nginx/fastcgi_params (twenty parameters, most never read) nor every request header
+# as an HTTP_* parameter: nginx evaluates each and libfcgi copies each into an allocation of
+# its own, per request (docs/performance/round-22-params.md). A header a worker starts to
+# read must be added here. Headers and the body's type and length go only when not empty:
+# the workers take an empty one as absent. Rendered in the server block and, repeated, in
+# the events hook's location, which has fastcgi_param lines of its own.
+fastcgi_params=$(cat <<'PARAMS'
+# What the workers read (Deploy/render-nginx.sh says why no more; a header they start to
+# read goes there). No request header reaches them but these: no HTTP_PROXY (httpoxy).
+fastcgi_pass_request_headers off;
+fastcgi_param REQUEST_METHOD $request_method;
+fastcgi_param DOCUMENT_URI $document_uri;
+fastcgi_param QUERY_STRING $query_string if_not_empty;
+fastcgi_param CONTENT_TYPE $content_type if_not_empty;
+fastcgi_param CONTENT_LENGTH $content_length if_not_empty;
+fastcgi_param REMOTE_ADDR $remote_addr;
+fastcgi_param REQUEST_ID $request_id;
+fastcgi_param HTTP_AUTHORIZATION $http_authorization if_not_empty;
+fastcgi_param HTTP_COOKIE $http_cookie if_not_empty;
+fastcgi_param HTTP_USER_AGENT $http_user_agent if_not_empty;
+fastcgi_param HTTP_IF_NONE_MATCH $http_if_none_match if_not_empty;
+fastcgi_param HTTP_IF_MODIFIED_SINCE $http_if_modified_since if_not_empty;
+fastcgi_param HTTP_LAST_EVENT_ID $http_last_event_id if_not_empty;
+PARAMS
+)
 
 # Bash 5.2 would expand "&" in a replacement to the matched text.
 shopt -u patsub_replacement 2>/dev/null || true
@@ -141,6 +168,8 @@ conf=${conf//@PUBLISH_SOCKET@/$publish_socket}
 conf=${conf//@NCHAN_REDIS_UPSTREAM@/$redis_upstream}
 conf=${conf//@NCHAN_REDIS_PASS@/$redis_pass}
 conf=${conf//@REAL_IP@/${real_ip%$'\n'}}
+conf=${conf//@FASTCGI_PARAMS@/$(sed 's/^/    /' <<<"$fastcgi_params")}
+conf=${conf//@FASTCGI_PARAMS_HOOK@/$(sed 's/^/        /' <<<"$fastcgi_params")}
 
 if grep -q '@[A-Z0-9_]*@' <<<"$conf"; then
     echo "render-nginx.sh: unreplaced placeholder in the template" >&2
