@@ -1,5 +1,5 @@
 """What nginx passes a worker per request, before and after (issue 22, idle polls;
-docs/performance/round-22-params.md): legs A B B A ... on one bench stack, switching only
+docs/performance/round-22.md, "Figures"): legs A B B A ... on one bench stack, switching only
 nginx's config between legs and reloading it. `after` is the stack's rendered config as
 Deploy/render-nginx.sh makes it (FASTCGI_PARAMS: the parameters and headers the workers
 read); `before` is the same file with each FASTCGI_PARAMS block replaced by what main
@@ -8,7 +8,9 @@ every request header as HTTP_*). Each leg: reload every nginx instance, wait for
 nginx workers to leave, then `reads_bench.py`'s idle measure (3 s of warm-up, then ROUNDS
 × 5 s of `wrk`, 32 connections); with ALLOCS=1, malloc calls per poll in the workers and
 nginx (a uprobe, see `allocations`); with BLOB=1, reads_bench.py's blob path (download vs
-static).
+static); with LONE=1, writes_bench.py's lone pushes (one report a push, 4 connections) and its
+limit (PostgreSQL alone, the same INSERT) in the same minute: server CPU per push, its split,
+and the ratio to the limit.
 Prints one line per leg (time UTC, load) and the medians per variant; leaves the stack on
 `after`. Never fails on numbers.
 
@@ -26,6 +28,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import reads_bench as rb  # noqa: E402
+import writes_bench as wb  # noqa: E402
 from idle_ab import leg as idle_leg, nginx_workers  # noqa: E402
 
 BLOCK = re.compile(r"^([ \t]*)fastcgi_pass_request_headers off;\n(?:[ \t]*fastcgi_param .*\n)+", re.M)
@@ -48,8 +51,11 @@ def before(conf):
 
 
 def instances():
-    """Each nginx instance's folder (nginx, nginx-2, ...) of the stack."""
-    return sorted(d for d in glob.glob(os.path.join(rb.STATE, "nginx*")) if os.path.exists(os.path.join(d, "tideway.conf")))
+    """Each running nginx instance's folder (nginx, nginx-2, ...) of the stack: a folder an
+    earlier start with more instances left behind has no pid file in run/."""
+    return sorted(d for d in glob.glob(os.path.join(rb.STATE, "nginx*"))
+                  if os.path.exists(os.path.join(d, "tideway.conf"))
+                  and os.path.exists(os.path.join(rb.STATE, "run", os.path.basename(d) + ".pid")))
 
 
 def switch(confs, variant):
@@ -113,6 +119,11 @@ def main():
             if os.environ.get("ALLOCS") == "1":
                 r["allocs"] = allocations(script)
                 line += f"; mallocs per poll: workers {r['allocs'][0]:.1f}, nginx {r['allocs'][1]:.1f}"
+            if os.environ.get("LONE") == "1":
+                r["lone"], r["lone_limit"] = wb.measure(wb.token(), wb.source_doc(), 1, wb.CLIENTS)
+                line += (f"; lone push {r['lone']['cpu_ms']:.3f} ms (worker {r['lone']['split']['worker']:.3f}, "
+                         f"nginx {r['lone']['split']['nginx']:.3f}, PostgreSQL {r['lone']['split']['postgres']:.3f}), "
+                         f"limit {r['lone_limit']['cpu_ms']:.3f}, ratio {r['lone']['cpu_ms'] / r['lone_limit']['cpu_ms']:.3f}")
             if os.environ.get("BLOB") == "1":
                 b = rb.bench_blob(api)
                 r["blob"] = b
@@ -126,11 +137,17 @@ def main():
         switch(confs, "after")
     for variant, rs in results.items():
         med = lambda f: statistics.median(f(r) for r in rs) * 1000
+        ms = lambda f: statistics.median(f(r) for r in rs)  # writes_bench's figures are in ms already
         print(f"median {variant:6} ({len(rs)} legs): {med(lambda r: r['cpu']):.4f} ms per idle poll: workers "
               f"{med(lambda r: r['parts'][0]):.4f} / nginx {med(lambda r: r['parts'][1]):.4f} / PostgreSQL "
               f"{med(lambda r: r['parts'][2]):.4f}"
               + (f"; blob download CPU {med(lambda r: r['blob']['down_cpu']):.3f} ms, static "
-                 f"{med(lambda r: r['blob']['static_cpu']):.3f} ms" if rs and "blob" in rs[0] else ""))
+                 f"{med(lambda r: r['blob']['static_cpu']):.3f} ms" if rs and "blob" in rs[0] else "")
+              + (f"; lone push {ms(lambda r: r['lone']['cpu_ms']):.3f} ms (worker "
+                 f"{ms(lambda r: r['lone']['split']['worker']):.3f}, nginx "
+                 f"{ms(lambda r: r['lone']['split']['nginx']):.3f}), ratio to its limit "
+                 f"{ms(lambda r: r['lone']['cpu_ms'] / r['lone_limit']['cpu_ms']):.3f}"
+                 if rs and "lone" in rs[0] else ""))
 
 
 if __name__ == "__main__":

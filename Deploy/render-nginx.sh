@@ -124,10 +124,10 @@ fi
 # RequestFields in Sources/FastCGI, and the headers their callers ask for), not Debian's
 # /etc/nginx/fastcgi_params (twenty parameters, most never read) nor every request header
 # as an HTTP_* parameter: nginx evaluates each and libfcgi copies each into an allocation of
-# its own, per request (docs/performance/round-22-params.md). A header a worker starts to
-# read must be added here. Headers and the body's type and length go only when not empty:
-# the workers take an empty one as absent. Rendered in the server block and, repeated, in
-# the events hook's location, which has fastcgi_param lines of its own.
+# its own, per request (docs/performance/round-22.md, "What the workers read"). A header a
+# worker starts to read must be added here. Headers and the body's type and length go only
+# when not empty: the workers take an empty one as absent. Rendered in the server block and,
+# repeated, in the events hook's location, which has fastcgi_param lines of its own.
 fastcgi_params=$(cat <<'PARAMS'
 # What the workers read (Deploy/render-nginx.sh says why no more; a header they start to
 # read goes there). No request header reaches them but these: no HTTP_PROXY (httpoxy).
