@@ -1,7 +1,8 @@
 """What nginx passes a worker with each request (Deploy/render-nginx.sh, FASTCGI_PARAMS): only
 the parameters and headers the workers read, not Debian's fastcgi_params nor every request
-header (docs/performance/round-22.md, "What the workers read"). A header the code starts to read and the list
-forgets would reach the worker as absent; these tests catch that before a user does."""
+header (docs/performance/round-22.md, "What the workers read"). A header the code starts to
+read and the list forgets would reach the worker as absent; these tests catch that before a
+user does."""
 import glob
 import os
 import re
